@@ -1,0 +1,9 @@
+"""Differentially private SDV synthesizers from kernel mean embeddings."""
+
+import sdv  # noqa: F401  (first: SDV's add-on discovery then imports our submodule cleanly)
+
+from sdv_dpkme._version import __version__  # noqa: E402
+from sdv_dpkme.privacy import PrivacyReport  # noqa: E402
+from sdv_dpkme.synthesizers import DPHPSynthesizer  # noqa: E402
+
+__all__ = ['DPHPSynthesizer', 'PrivacyReport', '__version__']

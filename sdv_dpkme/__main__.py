@@ -1,0 +1,3 @@
+from sdv_dpkme.cli import main
+
+main()

@@ -1,0 +1,12 @@
+"""Engines: embedding pass, generator and its training loop (no SDV here)."""
+
+from sdv_dpkme.engines.embedding import class_mean_embeddings
+from sdv_dpkme.engines.generator import Objective, TabularGenerator, resolve_device, train_generator
+
+__all__ = [
+    'Objective',
+    'TabularGenerator',
+    'class_mean_embeddings',
+    'resolve_device',
+    'train_generator',
+]

@@ -1,0 +1,143 @@
+"""Generator network for mixed tables and its training against fixed (noisy) embeddings.
+
+The engine knows nothing of SDV or of the private rows: it receives the encoded layout, public
+label weights and released embeddings, and only ever evaluates feature maps on generated rows.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+
+def resolve_device(device):
+    if device in (None, 'auto'):
+        return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    return torch.device(device)
+
+
+class TabularGenerator(nn.Module):
+    """MLP from (noise, one-hot label) to an encoded row.
+
+    Heads: numeric value = sigmoid (stays inside the public box), null indicator = sigmoid
+    probability, categorical = softmax over its buckets. ``forward`` returns the relaxed row used
+    for training; ``sample`` draws nulls and categories.
+    """
+
+    def __init__(self, blocks, n_columns, n_classes, latent_dim=32, hidden=(256, 256)):
+        super().__init__()
+        self.blocks = tuple(blocks)
+        self.n_columns = n_columns
+        self.n_classes = n_classes
+        self.latent_dim = latent_dim
+        layers, width = [], latent_dim + n_classes
+        for h in hidden:
+            layers += [nn.Linear(width, h), nn.ReLU()]
+            width = h
+        layers.append(nn.Linear(width, n_columns))
+        self.net = nn.Sequential(*layers)
+        # Heads are computed on columns grouped by head type, then put back in layout order.
+        self._sigmoid_cols = [c for b in self.blocks if b.kind == 'numeric' for c in b.columns]
+        self._softmax_groups = [list(b.columns) for b in self.blocks if b.kind == 'categorical']
+        order = self._sigmoid_cols + [c for g in self._softmax_groups for c in g]
+        missing = sorted(set(range(n_columns)) - set(order))  # e.g. the target's columns
+        order += missing
+        self._n_missing = len(missing)
+        self.register_buffer('_perm', torch.tensor(order, dtype=torch.long), persistent=False)
+        self.register_buffer('_inverse', torch.argsort(self._perm), persistent=False)
+        self._group_sizes = [len(self._sigmoid_cols)] + [len(g) for g in self._softmax_groups]
+
+    def forward(self, z, y_onehot):
+        logits = self.net(torch.cat([z, y_onehot], dim=1))[:, self._perm]
+        pieces = torch.split(logits, [*self._group_sizes, self._n_missing], dim=1)
+        heads = [torch.sigmoid(pieces[0])]
+        heads += [torch.softmax(p, dim=1) for p in pieces[1:-1]]
+        heads.append(torch.zeros_like(pieces[-1]))
+        return torch.cat(heads, dim=1)[:, self._inverse]
+
+    @torch.no_grad()
+    def sample(self, labels, generator):
+        device = next(self.parameters()).device
+        labels = torch.as_tensor(labels, dtype=torch.long)
+        z = torch.randn(len(labels), self.latent_dim, generator=generator)
+        y = nn.functional.one_hot(labels, self.n_classes).float()
+        soft = self.forward(z.to(device), y.to(device)).cpu().double()
+        out = soft.clone()
+        for b in self.blocks:
+            if b.nullable:
+                null = b.columns[1]
+                u = torch.rand(len(labels), generator=generator, dtype=torch.float64)
+                out[:, null] = (u < soft[:, null]).double()
+            elif b.kind == 'categorical':
+                cols = list(b.columns)
+                # The last bucket holds out-of-domain values, which have no value to decode to:
+                # it is modelled (so real rows stay bounded) but never sampled.
+                probs = soft[:, cols].clamp(min=0)
+                probs[:, -1] = 0
+                probs[probs.sum(1) == 0, 0] = 1
+                pick = torch.multinomial(probs, 1, generator=generator)
+                out[:, cols] = nn.functional.one_hot(pick[:, 0], len(cols)).double()
+        return out.numpy()
+
+
+@dataclass
+class Objective:
+    """Match the generator's class-conditional feature means to ``target`` (C, P)."""
+
+    name: str
+    feature_map: object
+    target: torch.Tensor
+    weight: float = 1.0
+    first_step: int = 0
+    last_step: int = None  # exclusive; None = until the end
+
+    def active(self, step):
+        return step >= self.first_step and (self.last_step is None or step < self.last_step)
+
+
+def train_generator(generator, objectives, classes, steps, batch_size, learning_rate, device,
+                    torch_generator, verbose=True):
+    """Adam on sum_k w_k sum_c ||target_k[c] - mean_{j: y_j = c} phi_k(G(z_j, c))||^2.
+
+    Each batch is balanced over ``classes`` (the classes with positive released weight).
+    Returns the loss history as a DataFrame.
+    """
+    generator.to(device).train()
+    optimizer = torch.optim.Adam(generator.parameters(), lr=learning_rate)
+    classes = torch.as_tensor(classes, dtype=torch.long)
+    per_class = max(1, batch_size // len(classes))
+    labels = classes.repeat_interleave(per_class)
+    y = nn.functional.one_hot(labels, generator.n_classes).float().to(device)
+    counts = y.sum(0).clamp(min=1)[:, None]
+    targets = [o.target.float().to(device) for o in objectives]
+    history = []
+    started = time.perf_counter()
+    bar = tqdm(range(steps), desc='Training generator', disable=not verbose)
+    for step in bar:
+        z = torch.randn(len(labels), generator.latent_dim, generator=torch_generator).to(device)
+        rows = generator(z, y)
+        total = 0.0
+        record = {'Step': step}
+        for objective, target in zip(objectives, targets):
+            if not objective.active(step):
+                continue
+            means = objective.feature_map.class_sums(rows, y, project=False) / counts
+            loss = ((target[classes] - means[classes]) ** 2).sum()
+            total = total + objective.weight * loss
+            key = objective.name + ' loss'
+            record[key] = record.get(key, 0.0) + float(loss.detach())
+        optimizer.zero_grad()
+        total.backward()
+        optimizer.step()
+        record['Loss'] = float(total.detach())
+        history.append(record)
+        if step % 50 == 0:
+            bar.set_postfix(loss=f'{record["Loss"]:.4g}')
+    generator.eval().cpu()
+    history = pd.DataFrame(history).fillna(np.nan)
+    history.attrs['seconds'] = time.perf_counter() - started
+    return history

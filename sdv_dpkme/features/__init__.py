@@ -1,0 +1,20 @@
+"""Bounded feature maps (every map states and tests ||phi(x)|| <= 1)."""
+
+from sdv_dpkme.features.blocks import (
+    Block,
+    ProductKernelMap,
+    SumKernelMap,
+    draw_product_subsets,
+    project_unit_ball,
+)
+from sdv_dpkme.features.hermite import hermite_features, hermite_rho
+
+__all__ = [
+    'Block',
+    'ProductKernelMap',
+    'SumKernelMap',
+    'draw_product_subsets',
+    'hermite_features',
+    'hermite_rho',
+    'project_unit_ball',
+]

@@ -1,0 +1,167 @@
+"""Feature maps over the encoded table, built per column block.
+
+The encoded table has one block per modelled column: a numerical/datetime column is
+``[value in [0, 1]]`` or, if nullable, ``[value, null indicator]``; a categorical column is a one-hot
+vector. Per block:
+
+- numerical: psi(v) = h(v - 1/2) with h the Hermite features, or for a nullable column
+  psi(v, z) = [z, (1 - z) * h(v - 1/2)], so ||psi|| <= 1 (z in {0, 1} on real rows; a Gaussian
+  kernel on values, a match on missingness);
+- categorical: the one-hot vector itself (norm 1; the delta kernel on the column).
+
+Sum kernel: phi = [psi_1; ...; psi_m] / sqrt(m), the mean of the per-column kernels.
+Product kernel over a column subset S: phi = outer product of psi_b, b in S (norm <= product of norms).
+Both therefore satisfy ||phi(x)|| <= 1 = ``norm_bound`` on every row whose null indicators are in
+[0, 1] and whose one-hot blocks have unit norm. The embedding pass also projects each private row's
+features onto the unit ball, so the bound holds exactly in floating point too.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from sdv_dpkme.features.hermite import hermite_features, hermite_rho
+
+
+@dataclass(frozen=True)
+class Block:
+    """Columns of the encoded table that belong to one original column."""
+
+    name: str
+    kind: str  # 'numeric' (columns = [value] or [value, null]) or 'categorical' (one-hot)
+    columns: tuple
+
+    @property
+    def width(self):
+        return len(self.columns)
+
+    @property
+    def nullable(self):
+        return self.kind == 'numeric' and len(self.columns) == 2
+
+
+def _block_dim(block, order):
+    if block.kind == 'numeric':
+        return order + 1 + block.nullable
+    return block.width
+
+
+def _outer(first, others):
+    """Row-wise outer product, flattened in order."""
+    out = first
+    for f in others:
+        out = (out.unsqueeze(2) * f.unsqueeze(1)).reshape(out.shape[0], -1)
+    return out
+
+
+def project_unit_ball(features):
+    norms = features.norm(dim=-1, keepdim=True)
+    return features / norms.clamp(min=1.0)
+
+
+class BlockFeatureMap:
+    """Shared part of the sum and product maps: per-block features psi_b."""
+
+    norm_bound = 1.0
+
+    def __init__(self, blocks, order, sigma2):
+        if not blocks:
+            raise ValueError('a feature map needs at least one column block')
+        self.blocks = tuple(blocks)
+        self.order = int(order)
+        self.sigma2 = float(sigma2)
+        self.rho = float(hermite_rho(self.sigma2))
+
+    def block_features(self, x):
+        numeric = [b for b in self.blocks if b.kind == 'numeric']
+        out = {}
+        if numeric:
+            values = x[:, [b.columns[0] for b in numeric]]
+            hp = hermite_features(values - 0.5, self.order, self.rho)
+            for j, b in enumerate(numeric):
+                if b.nullable:
+                    z = x[:, b.columns[1] : b.columns[1] + 1]
+                    out[b.name] = torch.cat([z, (1 - z) * hp[:, j, :]], dim=1)
+                else:
+                    out[b.name] = hp[:, j, :]
+        for b in self.blocks:
+            if b.kind == 'categorical':
+                out[b.name] = x[:, list(b.columns)]
+        return [out[b.name] for b in self.blocks]
+
+    def _block_dim(self, block):
+        return _block_dim(block, self.order)
+
+    def class_sums(self, x, y, project=True):
+        """sum_i y_i (outer) phi(x_i): (C, dim). ``project`` maps each phi(x_i) into the unit ball."""
+        feats = self(x)
+        if project:
+            feats = project_unit_ball(feats)
+        return y.T @ feats
+
+
+class SumKernelMap(BlockFeatureMap):
+    """Sum (mean) of per-column kernels."""
+
+    @property
+    def dim(self):
+        return sum(self._block_dim(b) for b in self.blocks)
+
+    def __call__(self, x):
+        return torch.cat(self.block_features(x), dim=1) / math.sqrt(len(self.blocks))
+
+    def describe(self):
+        return f'Hermite sum kernel over {len(self.blocks)} columns, order {self.order}'
+
+
+class ProductKernelMap(BlockFeatureMap):
+    """Product of per-column kernels over a column subset.
+
+    Blocks are kept in ascending feature dimension so that ``class_sums`` only materialises the
+    outer product of all but the widest block and contracts the widest one with a matrix product.
+    """
+
+    def __init__(self, blocks, order, sigma2):
+        blocks = sorted(blocks, key=lambda b: _block_dim(b, order))
+        super().__init__(blocks, order, sigma2)
+
+    @property
+    def dim(self):
+        return math.prod(self._block_dim(b) for b in self.blocks)
+
+    def __call__(self, x):
+        feats = self.block_features(x)
+        return _outer(feats[0], feats[1:])
+
+    def class_sums(self, x, y, project=True):
+        feats = self.block_features(x)
+        if project:  # ||outer product|| = product of the block norms
+            norm = torch.stack([f.norm(dim=1) for f in feats]).prod(0)
+            y = y / norm.clamp(min=1.0)[:, None]
+        left = _outer(y, feats[:-1])  # (n, C * prod of all but the last block)
+        return (left.T @ feats[-1]).reshape(y.shape[1], -1)
+
+    def describe(self):
+        names = ', '.join(b.name for b in self.blocks)
+        return f'Hermite product kernel, order {self.order}, over ({names})'
+
+
+def draw_product_subsets(blocks, count, max_columns, max_features, order, generator):
+    """``count`` random column subsets whose product feature dimension stays <= max_features.
+
+    Only public facts (the layout) and the model RNG are used, so the subsets are data-independent.
+    """
+    dims = [_block_dim(b, order) for b in blocks]
+    subsets = []
+    for _ in range(count):
+        perm = torch.randperm(len(blocks), generator=generator).tolist()
+        chosen, size = [], 1
+        for i in perm:
+            if len(chosen) == max_columns:
+                break
+            if size * dims[i] <= max_features:
+                chosen.append(blocks[i])
+                size *= dims[i]
+        subsets.append(chosen)
+    return subsets

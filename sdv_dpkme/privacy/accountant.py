@@ -1,0 +1,123 @@
+"""One accountant per fit: calibrates noise multipliers and records every release.
+
+All releases here are non-subsampled Gaussian mechanisms. Their composition is exactly one Gaussian
+mechanism with multiplier sigma_eff = (sum_i count_i / sigma_i^2)^(-1/2) (Gaussian DP composition),
+whose (epsilon, delta) curve is the analytic Gaussian one (Balle & Wang 2018), evaluated by autodp.
+"""
+
+import math
+
+from sdv_dpkme.privacy._autodp import analytic_gaussian_multiplier, gaussian_epsilon
+from sdv_dpkme.privacy.report import PrivacyReport, Release
+
+REPLACE_ONE = (
+    'replace-one: two tables are neighbours if they have the same number of rows n and differ in '
+    'one row; n is treated as public'
+)
+
+ACCOUNTANT = (
+    'exact composition of non-subsampled Gaussian releases (sigma_eff = (sum count/sigma^2)^-1/2), '
+    'analytic Gaussian epsilon via autodp ExactGaussianMechanism'
+)
+
+
+class BudgetExceededError(RuntimeError):
+    """A release would spend more than the declared budget."""
+
+
+def validate_budget(epsilon, delta):
+    """Raise ValueError unless 0 < epsilon < inf and 0 < delta < 1."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        raise ValueError(f'epsilon must be a positive number, got {epsilon!r}.')
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)):
+        raise ValueError(f'delta must be a number in (0, 1), got {delta!r}.')
+    if not epsilon > 0 or math.isnan(epsilon):
+        raise ValueError(f'epsilon must be > 0, got {epsilon!r}. Smaller epsilon = more privacy.')
+    if math.isinf(epsilon):
+        return
+    if not 0 < delta < 1:
+        raise ValueError(
+            f'delta must be in (0, 1), got {delta!r}; choose it well below 1/n, e.g. 1e-5.'
+        )
+
+
+class PrivacyAccountant:
+    """Ledger of Gaussian releases against an (epsilon, delta) budget.
+
+    ``epsilon=float('inf')`` is the non-private reference mode: no noise is added and the report
+    says so.
+    """
+
+    def __init__(self, epsilon, delta, neighbouring_relation=REPLACE_ONE):
+        validate_budget(epsilon, delta)
+        self.epsilon = float(epsilon)
+        self.delta = float(delta)
+        self.neighbouring_relation = neighbouring_relation
+        self.releases = []
+
+    @property
+    def private(self):
+        return math.isfinite(self.epsilon)
+
+    def calibrate(self, plan):
+        """Noise multipliers that spend the whole budget across a release plan.
+
+        ``plan`` maps a release name to ``(share, count)``: the group gets ``share`` of the total
+        precision 1/sigma_eff^2, split evenly over its ``count`` releases. Shares must sum to 1.
+        Returns ``{name: noise multiplier of each of its releases}`` (0 when not private).
+        """
+        total = sum(share for share, _ in plan.values())
+        if not math.isclose(total, 1.0, rel_tol=1e-9) or any(s <= 0 for s, _ in plan.values()):
+            raise ValueError(f'release shares must be positive and sum to 1, got {plan}')
+        if not self.private:
+            return dict.fromkeys(plan, 0.0)
+        sigma_eff = analytic_gaussian_multiplier(self.epsilon, self.delta)
+        return {
+            name: sigma_eff * math.sqrt(count / share) for name, (share, count) in plan.items()
+        }
+
+    def effective_multiplier(self, releases=None):
+        releases = self.releases if releases is None else releases
+        precision = sum(r.count / r.noise_multiplier**2 for r in releases)
+        return math.inf if precision == 0 else 1 / math.sqrt(precision)
+
+    def epsilon_spent(self, releases=None):
+        releases = self.releases if releases is None else releases
+        if not releases:
+            return 0.0
+        if any(r.noise_multiplier == 0 for r in releases):
+            return math.inf
+        return gaussian_epsilon(self.effective_multiplier(releases), self.delta)
+
+    def record(self, release):
+        """Add a release; refuse it if the total would exceed the budget."""
+        if release.sampling != 'none':
+            raise NotImplementedError('only non-subsampled releases are accounted for so far')
+        if self.private:
+            if release.noise_multiplier <= 0:
+                raise BudgetExceededError(f'release {release.name!r} has no noise')
+            spent = self.epsilon_spent([*self.releases, release])
+            if spent > self.epsilon * (1 + 1e-9):
+                raise BudgetExceededError(
+                    f'release {release.name!r} would spend epsilon={spent:.6g} > {self.epsilon:g}'
+                )
+        self.releases.append(release)
+
+    def report(self, noise_source, public_inputs=(), notes=()):
+        notes = list(notes)
+        if not self.private:
+            notes.append('epsilon=inf: NON-PRIVATE reference run, no noise was added.')
+        return PrivacyReport(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            epsilon_spent=self.epsilon_spent(),
+            neighbouring_relation=self.neighbouring_relation,
+            accountant=ACCOUNTANT,
+            noise_source=noise_source,
+            public_inputs=list(public_inputs),
+            releases=list(self.releases),
+            notes=notes,
+        )
+
+
+__all__ = ['PrivacyAccountant', 'BudgetExceededError', 'Release', 'validate_budget']

@@ -1,0 +1,6 @@
+"""SDV synthesizers (entry points target this submodule, see pyproject)."""
+
+from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer
+from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer
+
+__all__ = ['BaseDPKMESynthesizer', 'DPHPSynthesizer']

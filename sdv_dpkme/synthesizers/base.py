@@ -1,0 +1,311 @@
+"""SDV-facing base class shared by the kernel-mean-embedding synthesizers.
+
+It owns everything between SDV and the engines: the public domain, the DP-safe transformer
+configuration, the refusal of leaky transformers and constraints, the privacy report, save/load.
+Subclasses implement ``_fit_encoded`` (release plan + engine) and return a model with ``sample``.
+"""
+
+import copy
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import rdt
+import torch
+from rdt.transformers.id import RegexGenerator
+from rdt.transformers.pii.anonymizer import AnonymizedFaker
+from sdv.cag import FixedIncrements, Inequality, OneHotEncoding, Range
+from sdv.errors import SynthesizerInputError
+from sdv.metadata import Metadata
+from sdv.single_table.base import BaseSingleTableSynthesizer
+
+from sdv_dpkme._version import __version__
+from sdv_dpkme.domain import DP_TRANSFORMERS, build_domains, strip_data_derived, transformer_for
+from sdv_dpkme.domain.transformers import FIXED_SEED
+from sdv_dpkme.features import Block
+from sdv_dpkme.privacy import validate_budget
+
+# Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
+# derived column is ever modelled without a public domain.
+SAFE_CONSTRAINTS = (Inequality, Range, FixedIncrements, OneHotEncoding)
+
+
+class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
+    """Differentially private single-table synthesizer (abstract).
+
+    Args:
+        metadata: ``sdv.metadata.Metadata`` with one table. Its data-derived keys (``range_min``,
+            ``range_max``, ``range_values``, ...) are dropped unless ``metadata_is_public``.
+        epsilon, delta: the privacy budget of the whole fit. ``epsilon=float('inf')`` is a
+            non-private reference (no noise), reported as such.
+        known_min_max_values: public ``{column: (low, high)}`` for numerical and datetime columns.
+        known_categories: public ``{column: [categories]}`` for categorical and ordinal columns.
+        nullable_columns: columns that may hold missing values (a public declaration); their
+            missingness is modelled under DP. Missing values elsewhere are an error.
+        metadata_is_public: take missing domains from metadata ranges (only if they were written
+            from public knowledge, never detected from the data).
+        target_column: optional categorical column; the embedding is class-conditional and the
+            class proportions are released with noise.
+        random_state: seeds model initialisation, subsets and training (never the privacy noise).
+        device: 'auto' (CUDA when available), 'cpu' or 'cuda'.
+        verbose: progress bars.
+        noise_seed: TEST ONLY. Fixes the privacy noise, which voids the guarantee (reported).
+    """
+
+    def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
+                 known_categories=None, nullable_columns=None, metadata_is_public=False,
+                 target_column=None, locales=('en_US',), random_state=None, device='auto', verbose=True,
+                 noise_seed=None):
+        try:
+            validate_budget(epsilon, delta)
+        except ValueError as err:
+            raise SynthesizerInputError(str(err)) from None
+        if not isinstance(metadata, Metadata):
+            raise SynthesizerInputError(
+                f'metadata must be an sdv.metadata.Metadata, got {type(metadata).__name__}.'
+            )
+        public = metadata.to_dict()
+        if not metadata_is_public:
+            for table in public.get('tables', {}).values():
+                table['columns'] = {
+                    name: strip_data_derived(meta) for name, meta in table['columns'].items()
+                }
+        super().__init__(
+            Metadata.load_from_dict(public),
+            enforce_min_max_values=False,
+            enforce_rounding=False,
+            locales=list(locales),
+        )
+        self.epsilon = epsilon
+        self.delta = delta
+        self.known_min_max_values = copy.deepcopy(known_min_max_values)
+        self.known_categories = copy.deepcopy(known_categories)
+        self.nullable_columns = copy.deepcopy(nullable_columns)
+        self.metadata_is_public = metadata_is_public
+        self.target_column = target_column
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+        self.noise_seed = noise_seed
+        columns = self._original_metadata._convert_to_single_table().columns
+        try:
+            self._domains = build_domains(
+                columns, known_min_max_values, known_categories, metadata_is_public,
+                nullable_columns,
+            )
+        except ValueError as err:
+            raise SynthesizerInputError(str(err)) from None
+        if target_column is not None:
+            domain = self._domains.get(target_column)
+            if domain is None or domain.is_numeric:
+                raise SynthesizerInputError(
+                    f"target_column '{target_column}' must be a categorical, boolean or ordinal "
+                    f'column of the metadata; modelled columns are {sorted(self._domains)}.'
+                )
+        self._privacy_report = None
+        self._user_transformers = {}
+        self._fitted_sdv_dpkme_version = None
+
+    # ---------------------------------------------------------------- transformers
+    def _build_config(self, table_data):
+        """SDV's config with every modelled column on a public-domain transformer."""
+        config = self._data_processor._create_config(table_data)
+        for column, transformer in list(config['transformers'].items()):
+            if column in self._domains:
+                config['transformers'][column] = transformer_for(self._domains[column])
+            elif config['sdtypes'][column] in ('id', 'pii', 'text', 'unknown'):
+                config['transformers'][column] = self._generator_for(column, transformer)
+        config['transformers'].update(self._user_transformers)
+        return config
+
+    def _generator_for(self, column, transformer):
+        """Generated, never modelled: SDV would copy real ids of non-key id columns (leak L6)."""
+        if isinstance(transformer, RegexGenerator):
+            return transformer
+        if isinstance(transformer, AnonymizedFaker):
+            if transformer.cardinality_rule not in (None, 'unique'):
+                transformer.cardinality_rule = None  # 'match'/'scale' store data statistics
+            transformer.missing_value_generation = None  # would store the exact null rate
+            return transformer
+        return AnonymizedFaker(function_name='bothify', function_kwargs={'text': 'sdv-id-??????'})
+
+    def _reseed_generators(self):
+        for transformer in self._data_processor._hyper_transformer.field_transformers.values():
+            if isinstance(transformer, (AnonymizedFaker, RegexGenerator)):
+                transformer.random_seed = FIXED_SEED
+                if isinstance(transformer, AnonymizedFaker):
+                    transformer._faker_random_seed = FIXED_SEED
+                transformer.reset_randomization()
+
+    def _preprocess(self, table_data):
+        processor = self._data_processor
+        processor._hyper_transformer = rdt.HyperTransformer()
+        processor._hyper_transformer.set_config(self._build_config(table_data))
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', module='rdt.hyper_transformer')
+            processor.fit(table_data)
+        processor.formatters = {}  # SDV formatters learn exact min/max and rounding (leak L2)
+        self._reseed_generators()
+        return processor.transform(table_data)
+
+    def auto_assign_transformers(self, data):
+        """Show the transformers a fit would use (nothing is learned from the data)."""
+        table = data[self._table_name] if isinstance(data, dict) else data
+        processor = self._data_processor
+        processor._hyper_transformer = rdt.HyperTransformer()
+        processor._hyper_transformer.set_config(self._build_config(table))
+
+    def update_transformers(self, column_name_to_transformer, table_name=None):
+        """Only public-domain transformers (or generators for id/PII columns) are accepted."""
+        for column, transformer in column_name_to_transformer.items():
+            if column in self._domains and isinstance(transformer, DP_TRANSFORMERS):
+                continue
+            if column not in self._domains and transformer is not None and (
+                transformer.is_generator()
+            ):
+                continue
+            raise SynthesizerInputError(
+                f"Transformer {type(transformer).__name__} for column '{column}' is refused: "
+                'SDV/RDT transformers learn statistics of the private data (means, min/max, '
+                'category frequencies) that would bypass the privacy mechanism. Use '
+                'DPNumericalTransformer/DPDatetimeTransformer/DPCategoricalTransformer from '
+                'sdv_dpkme.domain with public parameters, or a generator for id/PII columns.'
+            )
+        self._user_transformers.update(column_name_to_transformer)
+        if self._fitted:
+            warnings.warn('For this change to take effect, please refit the synthesizer.')
+
+    # ----------------------------------------------------------------- constraints
+    def add_constraints(self, constraints):
+        """Accept constraints that keep no row-level facts; enforce them by reject sampling."""
+        for constraint in constraints:
+            if not isinstance(constraint, SAFE_CONSTRAINTS):
+                raise SynthesizerInputError(
+                    f'{type(constraint).__name__} is not supported by DP synthesizers: it learns '
+                    'from the private rows (e.g. FixedCombinations stores every combination '
+                    'seen) or runs arbitrary code on them. Supported: '
+                    + ', '.join(c.__name__ for c in SAFE_CONSTRAINTS)
+                    + '.'
+                )
+            constraint.get_updated_metadata(self._original_metadata)  # validates columns
+            self._reject_sampling_constraints.append(constraint)
+        self._constraints_fitted = False
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self, table_data):
+        errors = []
+        if len(table_data) < 2:
+            errors.append(
+                f'The table has {len(table_data)} row(s); a DP fit needs at least 2 (and far '
+                'more for useful output: noise scales like 1/n).'
+            )
+        return errors
+
+    # ------------------------------------------------------------------------- fit
+    def _layout(self, processed):
+        """Blocks of the encoded table, from the fitted transformers (public facts only)."""
+        index = {c: i for i, c in enumerate(processed.columns)}
+        blocks, target = [], None
+        fields = self._data_processor._hyper_transformer.field_transformers
+        for column in self._domains:
+            transformer = fields.get(column)
+            if transformer is None or not transformer.output_columns:
+                continue
+            cols = tuple(index[c] for c in transformer.output_columns)
+            kind = 'numeric' if self._domains[column].is_numeric else 'categorical'
+            block = Block(column, kind, cols)
+            if column == self.target_column:
+                target = block
+            else:
+                blocks.append(block)
+        return blocks, target
+
+    def _fit(self, processed_data):
+        blocks, target = self._layout(processed_data)
+        if not blocks:
+            raise SynthesizerInputError('There is no modelled column besides the target.')
+        x = processed_data.to_numpy(dtype=np.float64)
+        if not np.isfinite(x).all():
+            raise ValueError('The encoded table holds non-finite values; this is a bug.')
+        labels = None
+        if target is not None:
+            labels = x[:, list(target.columns)].argmax(axis=1)
+        self._model, self._privacy_report = self._fit_encoded(
+            x, blocks, target, labels, list(processed_data.columns)
+        )
+        self._fitted_sdv_dpkme_version = __version__
+
+    def _fit_encoded(self, x, blocks, target, labels, columns):
+        raise NotImplementedError
+
+    def _torch_generator(self):
+        gen = torch.Generator()
+        if self.random_state is None:
+            gen.seed()
+        else:
+            gen.manual_seed(int(self.random_state))
+        return gen
+
+    def _public_inputs(self):
+        inputs = [f"bounds of '{d.name}': [{d.low:g}, {d.high:g}]"
+                  for d in self._domains.values() if d.is_numeric]
+        inputs += [f"categories of '{d.name}': {len(d.categories)} declared + missing + "
+                   'out-of-domain buckets' for d in self._domains.values() if not d.is_numeric]
+        inputs.append('number of rows n (replace-one adjacency)')
+        return inputs
+
+    # ---------------------------------------------------------------------- sample
+    def _sample(self, num_rows, conditions=None):
+        if conditions is not None:
+            raise NotImplementedError  # SDV falls back to reject sampling
+        return self._model.sample(num_rows)
+
+    def _set_random_state(self, random_state):
+        self._model.set_random_state(random_state)
+        self._random_state_set = True
+
+    # ---------------------------------------------------------------------- report
+    def get_privacy_report(self):
+        """The PrivacyReport of the last fit: budget, spend and one row per noisy release."""
+        if self._privacy_report is None:
+            raise SynthesizerInputError('Fit the synthesizer before asking for its privacy report.')
+        return self._privacy_report
+
+    def get_loss_values(self):
+        """Loss per training step (DataFrame)."""
+        if not self._fitted or self._model is None:
+            raise SynthesizerInputError('Fit the synthesizer before asking for its loss values.')
+        return self._model.loss_values.copy()
+
+    def get_info(self):
+        info = super().get_info()
+        info['sdv_dpkme_version'] = self._fitted_sdv_dpkme_version or __version__
+        info['epsilon'] = self.epsilon
+        info['delta'] = self.delta
+        if self._privacy_report is not None:
+            info['epsilon_spent'] = self._privacy_report.epsilon_spent
+            info['neighbouring_relation'] = self._privacy_report.neighbouring_relation
+            info['dp_guarantee_holds'] = self._privacy_report.guarantee_holds
+        return info
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        saved = state.get('_fitted_sdv_dpkme_version')
+        if saved is not None and saved.split('.')[:2] != __version__.split('.')[:2]:
+            warnings.warn(
+                f'This synthesizer was fitted with sdv_dpkme {saved}; you run {__version__}.'
+            )
+
+
+def noisy_class_weights(counts_release, min_weight=1e-3):
+    """Post-processing of released class proportions: clip, drop tiny, renormalise."""
+    w = np.clip(np.asarray(counts_release, dtype=float), 0, None)
+    w[w < min_weight] = 0.0
+    if w.sum() <= 0:
+        raise RuntimeError('All released class proportions are ~0; increase epsilon.')
+    return w / w.sum()
+
+
+def is_private(epsilon):
+    return math.isfinite(epsilon)

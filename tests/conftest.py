@@ -1,0 +1,55 @@
+import numpy as np
+import pandas as pd
+import pytest
+from sdv.metadata import Metadata
+
+FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
+            generator_dims=(32,), latent_dim=8, verbose=False)
+NULLABLE = ['income']
+BOUNDS = {'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')}
+CATEGORIES = {'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']}
+
+
+def make_table(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    income = rng.uniform(1_000, 150_000, n).round(2)
+    income[rng.random(n) < 0.1] = np.nan
+    label = np.where(rng.random(n) < 0.3, 'yes', 'no')
+    return pd.DataFrame({
+        'pk': np.arange(n),
+        'user': [f'U{i:05d}' for i in rng.integers(0, 10**5, n)],
+        'email': [f'person{i}@example.com' for i in range(n)],
+        'age': rng.integers(18, 90, n),
+        'income': income,
+        'city': rng.choice(['Lima', 'Oslo', 'Rome'], n),
+        'flag': rng.random(n) < 0.5,
+        'when': pd.to_datetime('2020-01-01') + pd.to_timedelta(rng.integers(0, 700, n), 'D'),
+        'label': label,
+    })
+
+
+def make_metadata():
+    return Metadata.load_from_dict({'tables': {'t': {
+        'primary_key': 'pk',
+        'columns': {
+            'pk': {'sdtype': 'id'},
+            'user': {'sdtype': 'id'},
+            'email': {'sdtype': 'email', 'pii': True},
+            'age': {'sdtype': 'numerical'},
+            'income': {'sdtype': 'numerical'},
+            'city': {'sdtype': 'categorical'},
+            'flag': {'sdtype': 'boolean'},
+            'when': {'sdtype': 'datetime'},
+            'label': {'sdtype': 'categorical'},
+        },
+    }}})
+
+
+@pytest.fixture
+def table():
+    return make_table()
+
+
+@pytest.fixture
+def metadata():
+    return make_metadata()

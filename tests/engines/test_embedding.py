@@ -1,0 +1,44 @@
+import numpy as np
+import torch
+
+from sdv_dpkme.engines import class_mean_embeddings
+from sdv_dpkme.features import Block, ProductKernelMap, SumKernelMap
+
+BLOCKS = [Block('a', 'numeric', (0, 1)), Block('c', 'categorical', (2, 3, 4))]
+
+
+def _table(n, seed):
+    rng = np.random.default_rng(seed)
+    x = np.zeros((n, 5))
+    x[:, 0] = rng.random(n)
+    x[:, 1] = rng.random(n) < 0.1
+    x[np.arange(n), 2 + rng.integers(0, 3, n)] = 1
+    return x, rng.integers(0, 2, n)
+
+
+def test_chunking_does_not_change_the_embedding():
+    x, y = _table(500, 0)
+    maps = [SumKernelMap(BLOCKS, 50, 0.05), ProductKernelMap(BLOCKS, 5, 0.05)]
+    whole = class_mean_embeddings(x, y, 2, maps, max_chunk_floats=10**9)
+    chunked = class_mean_embeddings(x, y, 2, maps, max_chunk_floats=64 * 30)
+    for a, b in zip(whole, chunked):
+        assert torch.allclose(a, b, atol=1e-12)
+
+
+def test_replacing_one_row_moves_the_embedding_by_at_most_two_over_n():
+    n = 300
+    x, y = _table(n, 1)
+    maps = [SumKernelMap(BLOCKS, 50, 0.05), ProductKernelMap(BLOCKS, 5, 0.05)]
+    base = class_mean_embeddings(x, y, 2, maps)
+    worst = 0.0
+    # extreme replacements, including label changes and rows outside the valid box
+    candidates = [([1, 0, 1, 0, 0], 1), ([0, 1, 0, 0, 1], 0), ([0.5, 0, 0, 1, 0], 1),
+                  ([50.0, 3.0, 5.0, 5.0, 5.0], 0)]
+    for row, label in candidates:
+        for i in (0, n - 1):
+            x2, y2 = x.copy(), y.copy()
+            x2[i], y2[i] = row, label
+            other = class_mean_embeddings(x2, y2, 2, maps)
+            for a, b in zip(base, other):
+                worst = max(worst, torch.linalg.norm(a - b).item())
+    assert 0 < worst <= 2 / n + 1e-12

@@ -1,0 +1,93 @@
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from sdv_dpkme.features import (
+    Block,
+    ProductKernelMap,
+    SumKernelMap,
+    draw_product_subsets,
+    hermite_features,
+    hermite_rho,
+)
+
+EXTREME = torch.tensor([-1e6, -30.0, -1.0, -0.5, 0.0, 1e-9, 0.5, 1.0, 30.0, 1e6],
+                       dtype=torch.float64)
+
+
+@pytest.mark.parametrize('sigma2', [1e-3, 0.05, 1.0, 1e10])
+@pytest.mark.parametrize('order', [0, 1, 5, 100, 400])
+def test_hermite_norm_bound_on_extreme_inputs(sigma2, order):
+    feats = hermite_features(EXTREME, order, hermite_rho(sigma2))
+    assert torch.isfinite(feats).all()
+    assert (feats**2).sum(-1).max().item() <= 1 + 1e-12
+
+
+def test_hermite_reproduces_gaussian_kernel():
+    x = torch.linspace(-0.5, 0.5, 21, dtype=torch.float64)
+    feats = hermite_features(x, 100, hermite_rho(1.0))
+    exact = torch.exp(-((x[:, None] - x[None]) ** 2) / 2.0)
+    assert (feats @ feats.T - exact).abs().max().item() < 1e-10
+
+
+def test_rho_is_stable_for_huge_lengths():
+    # the research code's formula returns 0 at sigma2=1e10; the stable one must not
+    assert 0 < hermite_rho(1e10).item() < 1e-9
+    with pytest.raises(ValueError):
+        hermite_rho(0.0)
+
+
+def _layout():
+    blocks = [Block('a', 'numeric', (0, 1)), Block('b', 'numeric', (2, 3)),
+              Block('c', 'categorical', (4, 5, 6)), Block('d', 'categorical', (7, 8))]
+    return blocks, 9
+
+
+def _all_extreme_rows():
+    """Every combination of extreme values, null flags and one-hot positions."""
+    rows = []
+    for va, vb, za, zb, c, d in itertools.product([0, 1, 0.5], [0, 1], [0, 1], [0, 1],
+                                                  range(3), range(2)):
+        row = np.zeros(9)
+        row[[0, 1, 2, 3]] = [va, za, vb, zb]
+        row[4 + c] = 1
+        row[7 + d] = 1
+        rows.append(row)
+    return torch.tensor(np.array(rows))
+
+
+@pytest.mark.parametrize('sigma2', [0.001, 0.05, 10.0])
+def test_sum_and_product_maps_are_inside_unit_ball(sigma2):
+    blocks, _ = _layout()
+    x = _all_extreme_rows()
+    for fmap in [SumKernelMap(blocks, 100, sigma2), ProductKernelMap(blocks, 5, sigma2),
+                 ProductKernelMap(blocks[1:3], 30, sigma2)]:
+        norms = fmap(x).norm(dim=1)
+        assert fmap.norm_bound == 1.0
+        assert norms.max().item() <= 1 + 1e-12
+        assert fmap(x).shape[1] == fmap.dim
+
+
+def test_sum_kernel_is_mean_of_column_kernels():
+    blocks, _ = _layout()
+    x = torch.tensor([[0.2, 0, 0.7, 0, 1, 0, 0, 0, 1],
+                      [0.6, 0, 0.7, 1, 1, 0, 0, 1, 0]], dtype=torch.float64)
+    f = SumKernelMap(blocks, 200, 0.5)(x)
+    # a: Gaussian kernel; b: one row missing -> 0; c: same category -> 1; d: differ -> 0
+    expected = (np.exp(-(0.2 - 0.6) ** 2 / (2 * 0.5)) + 0 + 1 + 0) / 4
+    assert (f[0] @ f[1]).item() == pytest.approx(expected, abs=1e-9)
+    g = ProductKernelMap(blocks[:1] + blocks[2:3], 200, 0.5)(x)
+    assert (g[0] @ g[1]).item() == pytest.approx(np.exp(-(0.4**2) / 1.0), abs=1e-9)
+
+
+def test_product_subsets_respect_caps_and_are_seeded():
+    blocks, _ = _layout()
+    gen = torch.Generator().manual_seed(0)
+    subsets = draw_product_subsets(blocks, 10, 3, 60, 5, gen)
+    for subset in subsets:
+        assert 1 <= len(subset) <= 3
+        assert ProductKernelMap(subset, 5, 0.1).dim <= 60
+    again = draw_product_subsets(blocks, 10, 3, 60, 5, torch.Generator().manual_seed(0))
+    assert [[b.name for b in s] for s in subsets] == [[b.name for b in s] for s in again]

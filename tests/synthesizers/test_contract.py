@@ -1,0 +1,259 @@
+"""SDV contract and privacy behaviour of the synthesizers (parametrised over classes)."""
+
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sdv.cag import FixedCombinations, Inequality
+from sdv.errors import InvalidDataError, SynthesizerInputError
+from sdv.sampling import Condition
+from sdv.utils import load_synthesizer
+
+from sdv_dpkme import DPHPSynthesizer
+from sdv_dpkme.domain import DPCategoricalTransformer
+from tests.conftest import BOUNDS, CATEGORIES, FAST, make_metadata, make_table
+
+SYNTHESIZERS = [DPHPSynthesizer]
+
+
+def build(cls, metadata=None, **kwargs):
+    args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
+                random_state=0, **FAST)
+    args.update(kwargs)
+    return cls(metadata or make_metadata(), **args)
+
+
+@pytest.fixture(params=SYNTHESIZERS, ids=lambda c: c.__name__)
+def cls(request):
+    return request.param
+
+
+def test_importable_from_sdv_namespace():
+    from sdv.single_table import DPHPSynthesizer as FromSDV
+
+    assert FromSDV is DPHPSynthesizer
+
+
+def test_fit_sample_and_report(cls, table):
+    synth = build(cls, target_column='label')
+    synth.fit({'t': table})
+    out = synth.sample(150)['t']
+    assert list(out.columns) == list(table.columns)
+    assert len(out) == 150
+    assert out['pk'].is_unique
+    assert out['age'].between(18, 90).all()
+    assert out['city'].dropna().isin(CATEGORIES['city']).all()
+    assert set(out['label'].dropna()) <= {'no', 'yes'}
+    assert out['when'].dropna().between('2020-01-01', '2021-12-31').all()
+    assert not set(out['user']) & set(table['user'])  # non-key ids are generated (leak L6)
+    assert not set(out['email']) & set(table['email'])
+    report = synth.get_privacy_report()
+    assert report.epsilon_spent <= 1.0 and report.epsilon_spent > 0.999
+    names = set(report.to_frame()['name'])
+    assert {'class_proportions', 'sum_kernel', 'product_kernel'} <= names
+    assert report.guarantee_holds
+    info = synth.get_info()
+    assert info['epsilon'] == 1.0 and info['epsilon_spent'] == report.epsilon_spent
+    losses = synth.get_loss_values()
+    assert len(losses) == FAST['steps'] and losses['Loss'].notna().all()
+
+
+def test_get_parameters_returns_every_constructor_argument(cls):
+    synth = build(cls, target_column='label', delta=1e-6)
+    params = synth.get_parameters()
+    assert params['epsilon'] == 1.0 and params['delta'] == 1e-6
+    assert params['target_column'] == 'label'
+    assert params['known_min_max_values'] == BOUNDS
+    assert params['steps'] == FAST['steps']
+    import inspect
+
+    missing = [p for p in inspect.signature(cls.__init__).parameters
+               if p not in ('self', 'metadata') and p not in params]
+    assert not missing
+
+
+def test_save_load_and_reproducible_sampling(cls, table, tmp_path):
+    synth = build(cls)
+    synth.fit({'t': table})
+    first = synth.sample(50)['t']
+    synth.reset_sampling()
+    again = synth.sample(50)['t']
+    pd.testing.assert_frame_equal(first, again)
+    path = tmp_path / 'synth.pkl'
+    synth.save(path)
+    loaded = load_synthesizer(str(path))
+    loaded.reset_sampling()
+    pd.testing.assert_frame_equal(loaded.sample(50)['t'], first)
+    assert loaded.get_privacy_report().epsilon_spent == synth.get_privacy_report().epsilon_spent
+    assert not any(isinstance(p, torch.optim.Optimizer) for p in vars(loaded._model).values())
+
+
+def test_same_seeds_same_model_only_with_fixed_noise(cls, table):
+    a = build(cls, noise_seed=5)
+    b = build(cls, noise_seed=5)
+    c = build(cls)
+    for s in (a, b, c):
+        s.fit({'t': table})
+    pa, pb, pc = (s.sample(40)['t'] for s in (a, b, c))
+    pd.testing.assert_frame_equal(pa, pb)
+    assert not pa[['age', 'income']].equals(pc[['age', 'income']])
+    assert not a.get_privacy_report().guarantee_holds
+    assert 'TEST ONLY' in a.get_privacy_report().noise_source
+
+
+def test_conditional_sampling_falls_back_to_reject_sampling(cls, table):
+    synth = build(cls, target_column='label', epsilon=math.inf)
+    synth.fit({'t': table})
+    out = synth.sample_from_conditions([Condition({'label': 'yes'}, num_rows=20)])['t']
+    assert len(out) == 20 and (out['label'] == 'yes').all()
+
+
+def test_constraints_keep_dp_transformers(cls, table):
+    synth = build(cls)
+    synth.add_constraints([Inequality(low_column_name='age', high_column_name='income')])
+    with pytest.raises(SynthesizerInputError, match='FixedCombinations'):
+        synth.add_constraints([FixedCombinations(column_names=['city', 'flag'])])
+    synth.fit({'t': table})
+    transformers = synth.get_transformers()
+    assert isinstance(transformers['city'], DPCategoricalTransformer)
+    out = synth.sample(30)['t']
+    valid = out.dropna(subset=['income'])
+    assert (valid['age'] <= valid['income']).all()
+
+
+def test_leaky_transformers_are_refused(cls, table):
+    from rdt.transformers import FloatFormatter, UniformEncoder
+
+    synth = build(cls)
+    for transformer in (UniformEncoder(), FloatFormatter()):
+        with pytest.raises(SynthesizerInputError, match='refused'):
+            synth.update_transformers({'city': transformer})
+    synth.update_transformers({'city': DPCategoricalTransformer(['Lima', 'Oslo'])})
+    synth.fit({'t': table})
+    assert synth.get_transformers()['city'].categories == ['Lima', 'Oslo']
+
+
+def test_canary_values_never_leave(cls, table, tmp_path):
+    canary = table.iloc[[0]].copy()
+    canary[['user', 'city', 'age', 'email']] = ['CANARY-ID-7731', 'Atlantis9931', 987654, 'c@x.io']
+    data = pd.concat([table, canary.assign(pk=10**6)], ignore_index=True)
+    synth = build(cls, target_column='label')
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': data})
+    blob = pickle.dumps(synth)
+    synth.save(tmp_path / 's.pkl')
+    blob += (tmp_path / 's.pkl').read_bytes()
+    for token in [b'CANARY-ID-7731', b'Atlantis9931', b'987654', b'c@x.io']:
+        assert token not in blob
+    out = synth.sample(500)['t']
+    text = out.astype(str).to_numpy().ravel().tolist()
+    assert not {'CANARY-ID-7731', 'Atlantis9931', 'c@x.io'} & set(text)
+    assert out['age'].max() <= 90
+
+
+def _state(transformer):
+    """Comparable fitted state: RNGs by their state, Faker instances by their seed."""
+    out = {}
+    for key, value in vars(transformer).items():
+        if key == 'faker':
+            continue
+        if key == 'random_states':
+            value = {k: None if v is None else pickle.dumps(v.get_state()) for k, v in value.items()}
+        out[key] = repr(value)
+    return out
+
+
+def test_neighbouring_tables_get_identical_public_encoding(cls, table):
+    other = table.copy()
+    other.loc[0, ['age', 'city', 'income', 'user']] = [20, 'Oslo', np.nan, 'U99999']
+    encoded, states = [], []
+    for data in (table, other):
+        synth = build(cls)
+        synth.auto_assign_transformers({'t': data})
+        enc = synth.preprocess({'t': data})['t']
+        encoded.append(enc)
+        states.append(pickle.dumps(synth._data_processor._hyper_transformer.field_transformers))
+    assert states[0] == states[1]  # no transformer state depends on the rows
+    pd.testing.assert_frame_equal(encoded[0].iloc[1:], encoded[1].iloc[1:])
+    assert not encoded[0].iloc[:1].equals(encoded[1].iloc[:1])
+
+
+def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
+    from sdv.metadata import Metadata
+
+    detected = Metadata.detect_from_dataframes({'t': table})
+    assert 'range_min' in str(detected.to_dict()) or 'range_values' in str(detected.to_dict())
+    with pytest.raises(SynthesizerInputError, match="'age'"):
+        cls(detected, epsilon=1.0)
+    synth = build(cls, metadata=detected)
+    assert 'range_min' not in str(synth.metadata.to_dict())
+    assert 'range_values' not in str(synth._original_metadata.to_dict())
+
+
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(epsilon=0), 'epsilon'),
+    (dict(epsilon=-1), 'epsilon'),
+    (dict(epsilon='1'), 'epsilon'),
+    (dict(delta=1.0), 'delta'),
+    (dict(delta=0), 'delta'),
+    (dict(known_min_max_values={'age': (90, 18)}), 'low < high'),
+    (dict(known_min_max_values={'age': (18, 90)}), "'income'"),
+    (dict(known_categories={'label': ['no', 'yes']}), "'city'"),
+    (dict(target_column='nope'), 'target_column'),
+    (dict(target_column='age'), 'target_column'),
+])
+def test_bad_arguments_get_clear_errors(cls, kwargs, match):
+    with pytest.raises(SynthesizerInputError, match=match):
+        build(cls, **kwargs)
+
+
+def test_missing_domain_error_says_how_to_declare(cls):
+    with pytest.raises(SynthesizerInputError) as err:
+        cls(make_metadata(), epsilon=1.0)
+    message = str(err.value)
+    for column in ('age', 'income', 'when', 'city', 'label'):
+        assert f"'{column}'" in message
+    assert 'known_min_max_values' in message and 'never' in message
+
+
+@pytest.mark.parametrize('rows', [0, 1])
+def test_empty_and_one_row_tables(cls, rows):
+    synth = build(cls)
+    with pytest.raises((InvalidDataError, ValueError)):
+        synth.fit({'t': make_table(5).iloc[:rows]})
+
+
+def test_wrong_types_and_bare_dataframe(cls, table):
+    synth = build(cls)
+    bad = table.astype({'age': object})
+    bad.loc[3, 'age'] = 'forty'
+    with pytest.raises((ValueError, InvalidDataError), match='age'):
+        synth.fit({'t': bad})
+    with pytest.raises(Exception, match='dict'):
+        synth.fit(table)
+
+
+def test_nan_and_out_of_domain_values_are_handled(cls, table):
+    data = table.copy()
+    data.loc[:30, 'city'] = None
+    data.loc[31:35, 'city'] = 'Paris'
+    data.loc[36:40, 'age'] = 150
+    synth = build(cls, epsilon=math.inf)
+    with pytest.warns(UserWarning):
+        synth.fit({'t': data})
+    out = synth.sample(200)['t']
+    assert out['age'].max() <= 90
+    assert 'Paris' not in set(out['city'])
+    assert synth.get_privacy_report().epsilon_spent == math.inf
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA device')
+def test_cuda_fit(cls, table):
+    synth = build(cls, device='cuda')
+    synth.fit({'t': table})
+    assert len(synth.sample(10)['t']) == 10
