@@ -6,7 +6,6 @@ Subclasses implement ``_fit_encoded`` (release plan + engine) and return a model
 """
 
 import copy
-import math
 import warnings
 
 import numpy as np
@@ -111,15 +110,22 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
     def _build_config(self, table_data):
         """SDV's config with every modelled column on a public-domain transformer."""
         config = self._data_processor._create_config(table_data)
+        columns = self._data_processor.metadata.columns
         for column, transformer in list(config['transformers'].items()):
             if column in self._domains:
                 config['transformers'][column] = transformer_for(self._domains[column])
-            elif config['sdtypes'][column] in ('id', 'pii', 'text', 'unknown'):
-                config['transformers'][column] = self._generator_for(column, transformer)
+            elif columns.get(column, {}).get('sdtype') == 'unknown':
+                # SDV sizes its pattern from the digits of the column's min/max (leak L7)
+                config['transformers'][column] = AnonymizedFaker(
+                    function_name='bothify', function_kwargs={'text': 'sdv-pii-?????'}
+                )
+            elif config['sdtypes'][column] in ('id', 'pii', 'text'):
+                config['transformers'][column] = self._generator_for(transformer)
         config['transformers'].update(self._user_transformers)
         return config
 
-    def _generator_for(self, column, transformer):
+    @staticmethod
+    def _generator_for(transformer):
         """Generated, never modelled: SDV would copy real ids of non-key id columns (leak L6)."""
         if isinstance(transformer, RegexGenerator):
             return transformer
@@ -261,10 +267,6 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             raise NotImplementedError  # SDV falls back to reject sampling
         return self._model.sample(num_rows)
 
-    def _set_random_state(self, random_state):
-        self._model.set_random_state(random_state)
-        self._random_state_set = True
-
     # ---------------------------------------------------------------------- report
     def get_privacy_report(self):
         """The PrivacyReport of the last fit: budget, spend and one row per noisy release."""
@@ -305,7 +307,3 @@ def noisy_class_weights(counts_release, min_weight=1e-3):
     if w.sum() <= 0:
         raise RuntimeError('All released class proportions are ~0; increase epsilon.')
     return w / w.sum()
-
-
-def is_private(epsilon):
-    return math.isfinite(epsilon)

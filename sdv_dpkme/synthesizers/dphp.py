@@ -78,7 +78,6 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
     def _fit_encoded(self, x, blocks, target, labels, columns):
         n = len(x)
         model_rng = self._torch_generator()
-        torch.manual_seed(int(torch.randint(2**62, (1,), generator=model_rng)))
         n_classes = 1 if target is None else target.width
         sum_map = SumKernelMap(blocks, self.sum_order, self.sum_sigma2)
         product_maps = []
@@ -136,9 +135,11 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
             ))
         del embeddings, x
 
-        generator = TabularGenerator(
-            blocks, len(columns), n_classes, self.latent_dim, tuple(self.generator_dims)
-        )
+        with torch.random.fork_rng(devices=[]):  # seed the initial weights, not the user's RNG
+            torch.manual_seed(int(torch.randint(2**62, (1,), generator=model_rng)))
+            generator = TabularGenerator(
+                blocks, len(columns), n_classes, self.latent_dim, tuple(self.generator_dims)
+            )
         history = train_generator(
             generator, objectives, classes, self.steps, self.batch_size, self.learning_rate,
             resolve_device(self.device), model_rng, verbose=self.verbose,

@@ -14,6 +14,7 @@ from sdv.sampling import Condition
 from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer
+from sdv_dpkme.privacy._autodp import mechanism_zoo
 from sdv_dpkme.domain import DPCategoricalTransformer
 from tests.conftest import BOUNDS, CATEGORIES, FAST, make_metadata, make_table
 
@@ -56,6 +57,10 @@ def test_fit_sample_and_report(cls, table):
     names = set(report.to_frame()['name'])
     assert {'class_proportions', 'sum_kernel', 'product_kernel'} <= names
     assert report.guarantee_holds
+    sigmas = report.to_frame()['noise_multiplier'].to_numpy()
+    recomputed = mechanism_zoo.ExactGaussianMechanism(
+        sigma=np.sum(sigmas**-2.0) ** -0.5).get_approxDP(report.delta)
+    assert report.epsilon_spent == pytest.approx(recomputed, rel=1e-12)
     info = synth.get_info()
     assert info['epsilon'] == 1.0 and info['epsilon_spent'] == report.epsilon_spent
     losses = synth.get_loss_values()
@@ -177,7 +182,8 @@ def test_neighbouring_tables_get_identical_public_encoding(cls, table):
         synth.auto_assign_transformers({'t': data})
         enc = synth.preprocess({'t': data})['t']
         encoded.append(enc)
-        states.append(pickle.dumps(synth._data_processor._hyper_transformer.field_transformers))
+        fields = synth._data_processor._hyper_transformer.field_transformers
+        states.append({column: _state(t) for column, t in fields.items()})
     assert states[0] == states[1]  # no transformer state depends on the rows
     pd.testing.assert_frame_equal(encoded[0].iloc[1:], encoded[1].iloc[1:])
     assert not encoded[0].iloc[:1].equals(encoded[1].iloc[:1])
@@ -187,6 +193,8 @@ def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
     from sdv.metadata import Metadata
 
     detected = Metadata.detect_from_dataframes({'t': table})
+    detected.update_column('user', table_name='t', sdtype='id')
+    detected.update_column('flag', table_name='t', sdtype='boolean')
     assert 'range_min' in str(detected.to_dict()) or 'range_values' in str(detected.to_dict())
     with pytest.raises(SynthesizerInputError, match="'age'"):
         cls(detected, epsilon=1.0)
@@ -243,7 +251,7 @@ def test_nan_and_out_of_domain_values_are_handled(cls, table):
     data.loc[:30, 'city'] = None
     data.loc[31:35, 'city'] = 'Paris'
     data.loc[36:40, 'age'] = 150
-    synth = build(cls, epsilon=math.inf)
+    synth = build(cls, epsilon=math.inf, nullable_columns=['income', 'city'])
     with pytest.warns(UserWarning):
         synth.fit({'t': data})
     out = synth.sample(200)['t']
@@ -257,3 +265,14 @@ def test_cuda_fit(cls, table):
     synth = build(cls, device='cuda')
     synth.fit({'t': table})
     assert len(synth.sample(10)['t']) == 10
+
+
+def test_unknown_columns_are_generated_from_a_fixed_pattern(cls, table):
+    metadata = make_metadata()
+    metadata.add_column('code', table_name='t', sdtype='unknown')
+    data = table.assign(code=np.arange(len(table)) + 987_650_000)
+    synth = build(cls, metadata=metadata, epsilon=math.inf)
+    synth.fit({'t': data})
+    out = synth.sample(20)['t']
+    assert out['code'].astype(str).str.startswith('sdv-pii-').all()
+    assert b'98765' not in pickle.dumps(synth)
