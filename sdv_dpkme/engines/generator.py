@@ -14,9 +14,6 @@ from torch import nn
 from tqdm.auto import tqdm
 
 
-LR_FLOOR = 0.05
-
-
 def resolve_device(device):
     if device in (None, 'auto'):
         return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
@@ -111,10 +108,6 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     """
     generator.to(device).train()
     optimizer = torch.optim.Adam(generator.parameters(), lr=learning_rate)
-    # cosine decay: large steps early, a settled generator at the end
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(
-        optimizer, T_max=max(1, steps), eta_min=learning_rate * LR_FLOOR
-    )
     classes = torch.as_tensor(classes, dtype=torch.long)
     per_class = max(1, batch_size // len(classes))
     labels = classes.repeat_interleave(per_class)
@@ -140,7 +133,6 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
         optimizer.zero_grad()
         total.backward()
         optimizer.step()
-        schedule.step()
         record['Loss'] = float(total.detach())
         history.append(record)
         if step % 50 == 0:
