@@ -121,18 +121,20 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
                 )
             elif config['sdtypes'][column] in ('id', 'pii', 'text'):
                 config['transformers'][column] = self._generator_for(transformer)
-        config['transformers'].update(self._user_transformers)
+        for column, transformer in self._user_transformers.items():
+            if not isinstance(transformer, DP_TRANSFORMERS):
+                transformer = self._generator_for(transformer)
+            config['transformers'][column] = transformer
         return config
 
     @staticmethod
     def _generator_for(transformer):
         """Generated, never modelled: SDV would copy real ids of non-key id columns (leak L6)."""
-        if isinstance(transformer, RegexGenerator):
-            return transformer
-        if isinstance(transformer, AnonymizedFaker):
+        if isinstance(transformer, (RegexGenerator, AnonymizedFaker)):
             if transformer.cardinality_rule not in (None, 'unique'):
                 transformer.cardinality_rule = None  # 'match'/'scale' store data statistics
-            transformer.missing_value_generation = None  # would store the exact null rate
+            if isinstance(transformer, AnonymizedFaker):
+                transformer.missing_value_generation = None  # would store the exact null rate
             return transformer
         return AnonymizedFaker(function_name='bothify', function_kwargs={'text': 'sdv-id-??????'})
 
@@ -144,10 +146,14 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
                     transformer._faker_random_seed = FIXED_SEED
                 transformer.reset_randomization()
 
-    def _preprocess(self, table_data):
+    def _install_config(self, table_data):
         processor = self._data_processor
         processor._hyper_transformer = rdt.HyperTransformer()
         processor._hyper_transformer.set_config(self._build_config(table_data))
+
+    def _preprocess(self, table_data):
+        processor = self._data_processor
+        self._install_config(table_data)
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', module='rdt.hyper_transformer')
             processor.fit(table_data)
@@ -157,10 +163,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
 
     def auto_assign_transformers(self, data):
         """Show the transformers a fit would use (nothing is learned from the data)."""
-        table = data[self._table_name] if isinstance(data, dict) else data
-        processor = self._data_processor
-        processor._hyper_transformer = rdt.HyperTransformer()
-        processor._hyper_transformer.set_config(self._build_config(table))
+        self._install_config(data[self._table_name] if isinstance(data, dict) else data)
 
     def update_transformers(self, column_name_to_transformer, table_name=None):
         """Only public-domain transformers (or generators for id/PII columns) are accepted."""

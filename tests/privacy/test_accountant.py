@@ -109,3 +109,12 @@ def test_report_is_machine_readable():
     data = report.to_dict()
     assert data['releases'][0]['name'] == 'a'
     assert '"epsilon_spent"' in report.to_json()
+
+
+def test_subsampled_releases_are_refused_until_accounted_for():
+    # leak L16: a subsampled release needs an accountant that matches its sampling scheme
+    acct = PrivacyAccountant(1.0, 1e-5)
+    release = _release('batch', 5.0)
+    release.sampling = 'poisson(0.01)'
+    with pytest.raises(NotImplementedError):
+        acct.record(release)

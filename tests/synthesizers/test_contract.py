@@ -137,9 +137,20 @@ def test_leaky_transformers_are_refused(cls, table):
     for transformer in (UniformEncoder(), FloatFormatter()):
         with pytest.raises(SynthesizerInputError, match='refused'):
             synth.update_transformers({'city': transformer})
-    synth.update_transformers({'city': DPCategoricalTransformer(['Lima', 'Oslo'])})
+    from rdt.transformers.pii import AnonymizedFaker
+
+    leaky_faker = AnonymizedFaker(provider_name='internet', function_name='email',
+                                  cardinality_rule='match', missing_value_generation='random')
+    synth.update_transformers({'city': DPCategoricalTransformer(['Lima', 'Oslo']),
+                               'email': leaky_faker})
     synth.fit({'t': table})
-    assert synth.get_transformers()['city'].categories == ['Lima', 'Oslo']
+    transformers = synth.get_transformers()
+    assert transformers['city'].categories == ['Lima', 'Oslo']
+    # generators keep no data statistics (cardinality, null rate)
+    assert transformers['email'].cardinality_rule is None
+    assert transformers['email'].missing_value_generation is None
+    assert not hasattr(transformers['email'], '_data_cardinality') or (
+        transformers['email']._data_cardinality is None)
 
 
 def test_canary_values_never_leave(cls, table, tmp_path):
