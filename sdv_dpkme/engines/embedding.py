@@ -30,3 +30,9 @@ def class_mean_embeddings(x, labels, n_classes, feature_maps, max_chunk_floats=4
         for total, fm in zip(sums, feature_maps):
             total += fm.class_sums(xb, yb, project=True).double()
     return [total / n for total in sums]
+
+
+def class_proportions(labels, n_classes):
+    """Share of each class. Replacing one row moves two shares by 1/n: L2 sensitivity sqrt(2)/n."""
+    labels = np.asarray(labels, dtype=np.int64)
+    return np.bincount(labels, minlength=n_classes) / len(labels)

@@ -11,8 +11,14 @@ The generator is then trained against these fixed releases; private rows are not
 import numpy as np
 import torch
 
-from sdv_dpkme.engines import Objective, TabularGenerator, class_mean_embeddings
-from sdv_dpkme.engines import resolve_device, train_generator
+from sdv_dpkme.engines import (
+    Objective,
+    TabularGenerator,
+    class_mean_embeddings,
+    class_proportions,
+    resolve_device,
+    train_generator,
+)
 from sdv_dpkme.features import ProductKernelMap, SumKernelMap, draw_product_subsets
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant
 from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer, noisy_class_weights
@@ -81,9 +87,11 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         n_classes = 1 if target is None else target.width
         sum_map = SumKernelMap(blocks, self.sum_order, self.sum_sigma2)
         product_maps = []
-        if self.product_redraws and len(blocks) > 1 and self.product_columns > 1:
+        # a redraw that no training step would use must not be released
+        redraws = min(self.product_redraws, self.steps)
+        if redraws and len(blocks) > 1 and self.product_columns > 1:
             subsets = draw_product_subsets(
-                blocks, self.product_redraws, self.product_columns, self.max_product_features,
+                blocks, redraws, self.product_columns, self.max_product_features,
                 self.product_order, model_rng,
             )
             product_maps = [
@@ -103,9 +111,8 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         if target is None:
             weights = np.ones(1)
         else:
-            proportions = np.bincount(labels, minlength=n_classes) / n
             released = mechanism.release(
-                proportions, name='class_proportions',
+                class_proportions(labels, n_classes), name='class_proportions',
                 description=f"proportions of the {n_classes} buckets of '{target.name}'",
                 sensitivity=np.sqrt(2) / n, noise_multiplier=sigmas['class_proportions'],
             )

@@ -1,7 +1,8 @@
 import numpy as np
+import pytest
 import torch
 
-from sdv_dpkme.engines import class_mean_embeddings
+from sdv_dpkme.engines import class_mean_embeddings, class_proportions
 from sdv_dpkme.features import Block, ProductKernelMap, SumKernelMap
 
 BLOCKS = [Block('a', 'numeric', (0, 1)), Block('c', 'categorical', (2, 3, 4))]
@@ -42,3 +43,17 @@ def test_replacing_one_row_moves_the_embedding_by_at_most_two_over_n():
             for a, b in zip(base, other):
                 worst = max(worst, torch.linalg.norm(a - b).item())
     assert 0 < worst <= 2 / n + 1e-12
+
+
+def test_class_proportions_sensitivity_is_sqrt2_over_n():
+    n = 50
+    _, y = _table(n, 2)
+    base = class_proportions(y, 3)
+    worst = 0.0
+    for i in range(n):
+        for label in range(3):
+            other = y.copy()
+            other[i] = label
+            worst = max(worst, np.linalg.norm(class_proportions(other, 3) - base))
+    assert base.sum() == pytest.approx(1)
+    assert worst == pytest.approx(np.sqrt(2) / n, rel=1e-12)
