@@ -59,22 +59,36 @@ class PrivacyAccountant:
     def private(self):
         return math.isfinite(self.epsilon)
 
-    def calibrate(self, plan):
-        """Noise multipliers that spend the whole budget across a release plan.
+    def calibrate(self, plan, fraction=1.0):
+        """Noise multipliers that spend ``fraction`` of the budget still unspent.
 
-        ``plan`` maps a release name to ``(share, count)``: the group gets ``share`` of the total
-        precision 1/sigma_eff^2, split evenly over its ``count`` releases. Shares must sum to 1.
+        ``plan`` maps a release name to ``(share, count)``: the group gets ``share`` of that
+        precision (1/sigma^2 adds up under composition), split evenly over its ``count`` releases.
+        Shares must sum to 1. Earlier releases (e.g. domain discovery) are taken off first, so a
+        plan calibrated with ``fraction=1`` spends exactly the rest of the budget.
         Returns ``{name: noise multiplier of each of its releases}`` (0 when not private).
         """
         total = sum(share for share, _ in plan.values())
         if not math.isclose(total, 1.0, rel_tol=1e-9) or any(s <= 0 for s, _ in plan.values()):
             raise ValueError(f'release shares must be positive and sum to 1, got {plan}')
+        if not 0 < fraction <= 1:
+            raise ValueError(f'fraction must be in (0, 1], got {fraction!r}')
         if not self.private:
             return dict.fromkeys(plan, 0.0)
-        sigma_eff = analytic_gaussian_multiplier(self.epsilon, self.delta)
+        available = self.remaining_precision() * fraction
+        if available <= 1e-9 * self.total_precision():
+            raise BudgetExceededError('the privacy budget is already spent')
         return {
-            name: sigma_eff * math.sqrt(count / share) for name, (share, count) in plan.items()
+            name: math.sqrt(count / (share * available)) for name, (share, count) in plan.items()
         }
+
+    def total_precision(self):
+        """1/sigma_eff^2 of the single Gaussian release that spends the whole budget."""
+        return analytic_gaussian_multiplier(self.epsilon, self.delta) ** -2
+
+    def remaining_precision(self):
+        used = sum(r.count / r.noise_multiplier**2 for r in self.releases if r.noise_multiplier)
+        return self.total_precision() - used
 
     def effective_multiplier(self, releases=None):
         releases = self.releases if releases is None else releases

@@ -7,6 +7,7 @@ Subclasses implement ``_fit_encoded`` (release plan + engine) and return a model
 
 import copy
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,11 +24,20 @@ from sdv_dpkme._version import __version__
 from sdv_dpkme.domain import DP_TRANSFORMERS, build_domains, strip_data_derived, transformer_for
 from sdv_dpkme.domain.transformers import FIXED_SEED
 from sdv_dpkme.features import Block
-from sdv_dpkme.privacy import validate_budget
+from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant, validate_budget
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
 # derived column is ever modelled without a public domain.
 SAFE_CONSTRAINTS = (Inequality, Range, FixedIncrements, OneHotEncoding)
+
+
+@dataclass
+class Ledger:
+    """The accountant, noise source and mechanism of one fit."""
+
+    accountant: PrivacyAccountant
+    noise: NoiseSource
+    mechanism: GaussianMechanism
 
 
 class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
@@ -103,6 +113,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
                     f'column of the metadata; modelled columns are {sorted(self._domains)}.'
                 )
         self._privacy_report = None
+        self._ledger = None
         self._user_transformers = {}
         self._fitted_sdv_dpkme_version = None
 
@@ -151,8 +162,16 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         processor._hyper_transformer = rdt.HyperTransformer()
         processor._hyper_transformer.set_config(self._build_config(table_data))
 
+    def _open_ledger(self):
+        """One accountant and noise source per fit; every release of the fit goes through it."""
+        accountant = PrivacyAccountant(self.epsilon, self.delta)
+        noise = NoiseSource(self.noise_seed)
+        self._ledger = Ledger(accountant, noise, GaussianMechanism(accountant, noise))
+        return self._ledger
+
     def _preprocess(self, table_data):
         processor = self._data_processor
+        self._open_ledger()
         self._install_config(table_data)
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', module='rdt.hyper_transformer')
@@ -240,12 +259,17 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         labels = None
         if target is not None:
             labels = x[:, list(target.columns)].argmax(axis=1)
-        self._model, self._privacy_report = self._fit_encoded(
-            x, blocks, target, labels, list(processed_data.columns)
-        )
+        ledger = getattr(self, '_ledger', None) or self._open_ledger()
+        try:
+            self._model, self._privacy_report = self._fit_encoded(
+                x, blocks, target, labels, list(processed_data.columns), ledger
+            )
+        finally:
+            self._ledger = None  # the noise source is never kept (nor pickled)
         self._fitted_sdv_dpkme_version = __version__
 
-    def _fit_encoded(self, x, blocks, target, labels, columns):
+    def _fit_encoded(self, x, blocks, target, labels, columns, ledger):
+        """Release the model's statistics through ``ledger`` and train; return (model, report)."""
         raise NotImplementedError
 
     def _torch_generator(self):

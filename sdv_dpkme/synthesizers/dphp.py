@@ -20,7 +20,6 @@ from sdv_dpkme.engines import (
     train_generator,
 )
 from sdv_dpkme.features import ProductKernelMap, SumKernelMap, draw_product_subsets
-from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant
 from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer, noisy_class_weights
 from sdv_dpkme.synthesizers.model import KMEModel
 
@@ -81,7 +80,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         total = sum(s for s, _ in plan.values())
         return {name: (share / total, count) for name, (share, count) in plan.items()}
 
-    def _fit_encoded(self, x, blocks, target, labels, columns):
+    def _fit_encoded(self, x, blocks, target, labels, columns, ledger):
         n = len(x)
         model_rng = self._torch_generator()
         n_classes = 1 if target is None else target.width
@@ -98,9 +97,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                 ProductKernelMap(s, self.product_order, self.product_sigma2) for s in subsets
             ]
 
-        accountant = PrivacyAccountant(self.epsilon, self.delta)
-        noise = NoiseSource(self.noise_seed)
-        mechanism = GaussianMechanism(accountant, noise)
+        accountant, mechanism = ledger.accountant, ledger.mechanism
         sigmas = accountant.calibrate(self._release_plan(target is not None, len(product_maps)))
 
         # The single pass over the private rows.
@@ -152,7 +149,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
             resolve_device(self.device), model_rng, verbose=self.verbose,
         )
         report = accountant.report(
-            noise.describe(), public_inputs=self._public_inputs(),
+            ledger.noise.describe(), public_inputs=self._public_inputs(),
             notes=[f'{len(product_maps)} product-kernel subsets drawn from the public layout '
                    'with the model RNG (data-independent).'],
         )

@@ -118,3 +118,19 @@ def test_subsampled_releases_are_refused_until_accounted_for():
     release.sampling = 'poisson(0.01)'
     with pytest.raises(NotImplementedError):
         acct.record(release)
+
+
+def test_later_plan_spends_exactly_what_earlier_releases_left():
+    acct = PrivacyAccountant(1.0, 1e-5)
+    first = acct.calibrate({'discovery': (1.0, 1)}, fraction=0.1)['discovery']
+    acct.record(_release('discovery', first))
+    assert acct.epsilon_spent() < 0.5
+    rest = acct.calibrate({'a': (0.5, 1), 'b': (0.5, 3)})
+    acct.record(_release('a', rest['a']))
+    for _ in range(3):
+        acct.record(_release('b', rest['b']))
+    assert 1.0 * (1 - 1e-6) <= acct.epsilon_spent() <= 1.0
+    with pytest.raises(BudgetExceededError):
+        acct.calibrate({'more': (1.0, 1)})
+    with pytest.raises(ValueError):
+        acct.calibrate({'a': (1.0, 1)}, fraction=0)
