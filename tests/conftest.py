@@ -5,6 +5,14 @@ from sdv.metadata import Metadata
 
 FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
             generator_dims=(32,), latent_dim=8, verbose=False)
+# the same small settings for DP-MERF (its own feature-map arguments instead of DP-HP's)
+FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_size=64,
+                 generator_dims=(32,), latent_dim=8, verbose=False)
+# per synthesizer: fast settings and the release groups a fit with a target must report
+FAST_BY_CLASS = {
+    'DPHPSynthesizer': (FAST, {'class_proportions', 'sum_kernel', 'product_kernel'}),
+    'DPMERFSynthesizer': (FAST_MERF, {'class_proportions', 'embedding'}),
+}
 NULLABLE = ['income']
 BOUNDS = {'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')}
 CATEGORIES = {'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']}

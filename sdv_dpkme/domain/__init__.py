@@ -1,6 +1,16 @@
 """Public domains and the DP-safe transformers built from them."""
 
-from sdv_dpkme.domain.spec import ColumnDomain, DomainError, build_domains, strip_data_derived
+from sdv_dpkme.domain.discovery import DomainDiscoveryWarning, discover
+from sdv_dpkme.domain.spec import (
+    ColumnDomain,
+    DomainError,
+    build_domains,
+    merge_declarations,
+    missing_domain_message,
+    parse_domain_spec,
+    resolve_domains,
+    strip_data_derived,
+)
 from sdv_dpkme.domain.transformers import (
     DP_TRANSFORMERS,
     DPCategoricalTransformer,
@@ -15,8 +25,14 @@ __all__ = [
     'DPCategoricalTransformer',
     'DPDatetimeTransformer',
     'DPNumericalTransformer',
+    'DomainDiscoveryWarning',
     'DomainError',
     'build_domains',
+    'discover',
+    'merge_declarations',
+    'missing_domain_message',
+    'parse_domain_spec',
+    'resolve_domains',
     'strip_data_derived',
     'transformer_for',
 ]

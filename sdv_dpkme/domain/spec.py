@@ -1,12 +1,17 @@
 """Public column domains: the only facts about the table that may shape the encoding.
 
-They come from the user (``known_min_max_values``, ``known_categories``) or, only when the user says
-the metadata is public (``metadata_is_public=True``), from metadata range keys. Metadata detected
-from the data is not public: SDV's ``detect_from_dataframes`` copies exact extremes and category
-lists of the private rows into it.
+They come from the user (``known_min_max_values``, ``known_categories``, ``nullable_columns`` or one
+``domain`` spec per table) or, only when the user says the metadata is public
+(``metadata_is_public=True``), from metadata range keys. Metadata detected from the data is not
+public: SDV's ``detect_from_dataframes`` copies exact extremes and category lists of the private rows
+into it. A column with no public domain is either an error or, when the synthesizer allows it, left
+to private discovery (``sdv_dpkme.domain.discovery``).
 """
 
+import json
 import math
+import os
+import warnings
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -15,6 +20,20 @@ MODELLED = ('numerical', 'datetime', 'categorical', 'boolean', 'ordinal')
 # Metadata keys that SDV fills from the data; they are dropped unless the metadata is public.
 DATA_DERIVED_KEYS = ('range_min', 'range_max', 'range_values', 'range_is_nullable', 'decimal_places')
 
+# Per-column keys of a domain spec. The first block is SDV DayZ's parameter format.
+SPEC_KEYS = {
+    'min_value', 'max_value', 'num_decimal_digits',        # DayZ numerical
+    'start_timestamp', 'end_timestamp',                    # DayZ datetime
+    'category_values',                                     # DayZ categorical
+    'missing_values_proportion',                           # DayZ, ignored: a data statistic
+    'nullable', 'integer', 'scale',                        # ours
+}
+# Top-level keys: DayZ's file and the bundled ``*_domain.json`` format.
+SPEC_TOP_KEYS = {
+    'DAYZ_SPEC_VERSION', 'tables', 'relationships', 'num_rows', 'columns', 'table_name',
+    'known_min_max_values', 'known_categories', 'nullable_columns', 'integer_columns',
+}
+
 
 class DomainError(ValueError):
     """A column lacks a public domain, or a declared domain is invalid."""
@@ -22,7 +41,7 @@ class DomainError(ValueError):
 
 @dataclass
 class ColumnDomain:
-    """Public facts about one modelled column."""
+    """Public facts about one modelled column (or, with ``discovered``, DP outputs)."""
 
     name: str
     sdtype: str
@@ -33,6 +52,12 @@ class ColumnDomain:
     decimal_places: int = None
     datetime_format: str = None
     nullable: bool = False
+    # 'linear' or 'log' encoding of a numerical column; None = chosen from the public bounds
+    scale: str = None
+    # the user said whether missing values may occur (else discovery decides)
+    nullable_declared: bool = False
+    # low/high or categories (and nullability unless declared) came from the DP discovery release
+    discovered: bool = False
 
     @property
     def is_numeric(self):
@@ -43,7 +68,12 @@ def _to_timestamp_ns(value, column, datetime_format=None):
     try:
         ts = pd.to_datetime(value, format=datetime_format)
     except (ValueError, TypeError) as err:
-        raise DomainError(f"Bound {value!r} of datetime column '{column}' is not a date: {err}")
+        try:  # a spec may write its bounds in another format than the column's (e.g. DayZ's)
+            ts = pd.to_datetime(value)
+        except (ValueError, TypeError):
+            raise DomainError(
+                f"Bound {value!r} of datetime column '{column}' is not a date: {err}"
+            ) from None
     return float(ts.value)
 
 
@@ -91,61 +121,232 @@ def strip_data_derived(column_metadata):
     return {k: v for k, v in column_metadata.items() if k not in DATA_DERIVED_KEYS}
 
 
-def build_domains(columns_metadata, known_min_max_values, known_categories, metadata_is_public,
-                  nullable_columns=()):
-    """Public domain of every modelled column; one error naming every column that lacks one."""
-    known_min_max_values = dict(known_min_max_values or {})
-    known_categories = dict(known_categories or {})
-    nullable_columns = set(nullable_columns or ())
-    domains, missing = {}, []
+# ------------------------------------------------------------------------------ domain spec
+def _load_spec(spec):
+    if isinstance(spec, (str, os.PathLike)):
+        try:
+            with open(spec, encoding='utf-8') as f:
+                return json.load(f)
+        except OSError as err:
+            raise DomainError(f'Cannot read the domain spec file {str(spec)!r}: {err}') from None
+        except json.JSONDecodeError as err:
+            raise DomainError(f'The domain spec file {str(spec)!r} is not JSON: {err}') from None
+    if not isinstance(spec, dict):
+        raise DomainError(f'domain must be a dict or a path to a JSON file, got {spec!r}.')
+    return spec
+
+
+def _table_entry(spec, table_name):
+    """The part of a (possibly multi-table, DayZ-style) spec that describes ``table_name``."""
+    unknown = set(spec) - SPEC_TOP_KEYS
+    if unknown:
+        raise DomainError(
+            f'Unknown keys in the domain spec: {sorted(unknown)}; expected "columns" (or '
+            f'DayZ\'s "tables"), see docs/domains.md.'
+        )
+    if 'tables' not in spec:
+        return spec
+    tables = spec['tables']
+    if not isinstance(tables, dict) or not tables:
+        raise DomainError('domain["tables"] must map table names to their spec.')
+    if table_name in tables:
+        return tables[table_name]
+    if len(tables) == 1:
+        return next(iter(tables.values()))
+    raise DomainError(
+        f'The domain spec describes tables {sorted(tables)}, not {table_name!r}.'
+    )
+
+
+def parse_domain_spec(spec, table_name=None):
+    """Per-column declarations from one domain spec (dict or JSON path).
+
+    Returns ``{column: {'bounds', 'categories', 'nullable', 'decimal_places', 'integer'}}`` with
+    only the keys the spec declares. SDV DayZ's parameter format is accepted; its
+    ``missing_values_proportion`` and ``num_rows`` are statistics of a table, not domain facts,
+    and are ignored with a warning.
+    """
+    if spec is None:
+        return {}
+    entry = _table_entry(_load_spec(spec), table_name)
+    ignored = []
+    if 'num_rows' in entry:
+        ignored.append('num_rows')
+    out = {}
+
+    def put(column, key, value):
+        out.setdefault(column, {})[key] = value
+
+    for column, bounds in (entry.get('known_min_max_values') or {}).items():
+        put(column, 'bounds', tuple(bounds) if isinstance(bounds, list) else bounds)
+    for column, cats in (entry.get('known_categories') or {}).items():
+        put(column, 'categories', cats)
+    for column in entry.get('nullable_columns') or ():
+        put(column, 'nullable', True)
+    for column in entry.get('integer_columns') or ():
+        put(column, 'integer', True)
+
+    columns = entry.get('columns') or {}
+    if not isinstance(columns, dict):
+        raise DomainError('domain["columns"] must map column names to their spec.')
+    for column, params in columns.items():
+        if not isinstance(params, dict):
+            raise DomainError(f"domain['columns']['{column}'] must be a dict, got {params!r}.")
+        unknown = set(params) - SPEC_KEYS
+        if unknown:
+            raise DomainError(
+                f"Unknown keys for column '{column}' in the domain spec: {sorted(unknown)}; "
+                f'allowed: {sorted(SPEC_KEYS)}.'
+            )
+        if 'missing_values_proportion' in params:
+            ignored.append(f'{column}.missing_values_proportion')
+        for low_key, high_key in (('min_value', 'max_value'), ('start_timestamp', 'end_timestamp')):
+            if low_key in params or high_key in params:
+                if low_key not in params or high_key not in params:
+                    raise DomainError(
+                        f"Column '{column}' declares only one of {low_key}/{high_key}; declare "
+                        'both, or neither to let the synthesizer discover the bounds under DP.'
+                    )
+                put(column, 'bounds', (params[low_key], params[high_key]))
+        if 'category_values' in params:
+            cats = list(params['category_values'])
+            if any(pd.isna(c) for c in cats):
+                # DayZ lists a missing value among the categories: that declares nullability
+                cats = [c for c in cats if not pd.isna(c)]
+                put(column, 'nullable', True)
+            put(column, 'categories', cats)
+        if 'num_decimal_digits' in params:
+            put(column, 'decimal_places', int(params['num_decimal_digits']))
+        if 'scale' in params:
+            if params['scale'] not in ('linear', 'log'):
+                raise DomainError(
+                    f"domain['columns']['{column}']['scale'] must be 'linear' or 'log', got "
+                    f"{params['scale']!r}."
+                )
+            put(column, 'scale', params['scale'])
+        for key in ('nullable', 'integer'):
+            if key in params:
+                if not isinstance(params[key], bool):
+                    raise DomainError(f"domain['columns']['{column}']['{key}'] must be true/false.")
+                put(column, key, params[key])
+    if ignored:
+        warnings.warn(
+            f'The domain spec holds data statistics, which are ignored: {", ".join(ignored)}. '
+            'Declare nullability with "nullable": true. If this spec came from '
+            'DayZSynthesizer.create_parameters on your private data, its min/max and '
+            'category values are NOT public either.'
+        )
+    return out
+
+
+def merge_declarations(known_min_max_values=None, known_categories=None, nullable_columns=None,
+                       domain=None, table_name=None):
+    """All public declarations as ``{column: {...}}``; a fact declared twice differently fails."""
+    merged = parse_domain_spec(domain, table_name)
+    sources = [
+        ('bounds', 'known_min_max_values', dict(known_min_max_values or {})),
+        ('categories', 'known_categories', dict(known_categories or {})),
+        ('nullable', 'nullable_columns', dict.fromkeys(nullable_columns or (), True)),
+    ]
+    for key, arg, values in sources:
+        for column, value in values.items():
+            previous = merged.setdefault(column, {}).get(key)
+            if previous is not None and _normalise(previous) != _normalise(value):
+                raise DomainError(
+                    f"Column '{column}': {arg} says {value!r} but the domain spec says "
+                    f'{previous!r}; declare each fact once.'
+                )
+            merged[column][key] = value
+    return merged
+
+
+def _normalise(value):
+    return list(value) if isinstance(value, (tuple, list)) else value
+
+
+# --------------------------------------------------------------------------- domain building
+def resolve_domains(columns_metadata, declarations, metadata_is_public):
+    """Split the modelled columns into declared domains and columns still to be discovered.
+
+    Returns ``(declared, undeclared, hints)``: ``declared`` maps columns to complete
+    ``ColumnDomain``; ``undeclared`` maps columns lacking bounds/categories to a ``ColumnDomain``
+    holding their public facts only (sdtype, integer-ness from ``computer_representation``,
+    datetime format, declared nullability); ``hints`` says how to declare each of those.
+    """
+    unknown = set(declarations) - set(columns_metadata)
+    if unknown:
+        raise DomainError(f'Public domains were declared for unknown columns: {sorted(unknown)}.')
+    declared, undeclared, hints = {}, {}, []
     for column, meta in columns_metadata.items():
         sdtype = meta.get('sdtype')
+        facts = declarations.get(column, {})
         if sdtype not in MODELLED:
             continue
-        dom = ColumnDomain(name=column, sdtype=sdtype, nullable=column in nullable_columns)
+        dom = ColumnDomain(name=column, sdtype=sdtype, nullable=bool(facts.get('nullable')),
+                           nullable_declared='nullable' in facts)
         if sdtype in ('numerical', 'datetime'):
             dom.datetime_format = meta.get('datetime_format')
-            declared = known_min_max_values.get(column)
-            if declared is None and metadata_is_public and 'range_min' in meta:
-                declared = (meta['range_min'], meta.get('range_max'))
-            if declared is None:
-                missing.append(
+            rep = str(meta.get('computer_representation', 'Float'))
+            dom.integer = sdtype == 'numerical' and bool(
+                facts.get('integer', rep.lower().startswith(('int', 'uint')))
+            )
+            if facts.get('decimal_places') is not None:
+                dom.decimal_places = facts['decimal_places']
+            elif metadata_is_public and meta.get('decimal_places') is not None:
+                dom.decimal_places = int(meta['decimal_places'])
+            dom.scale = facts.get('scale')
+            bounds = facts.get('bounds')
+            if bounds is None and metadata_is_public and 'range_min' in meta:
+                bounds = (meta['range_min'], meta.get('range_max'))
+            if bounds is None:
+                hints.append(
                     f"  - '{column}' ({sdtype}): known_min_max_values={{'{column}': (low, high)}}"
                 )
+                undeclared[column] = dom
                 continue
-            dom.low, dom.high = _bounds(column, sdtype, declared, dom.datetime_format)
-            rep = str(meta.get('computer_representation', 'Float'))
-            dom.integer = sdtype == 'numerical' and rep.lower().startswith(('int', 'uint'))
-            if metadata_is_public and meta.get('decimal_places') is not None:
-                dom.decimal_places = int(meta['decimal_places'])
+            dom.low, dom.high = _bounds(column, sdtype, bounds, dom.datetime_format)
+            if dom.scale == 'log' and (sdtype != 'numerical' or dom.low < 0):
+                raise DomainError(
+                    f"Column '{column}': a log scale needs a numerical column with low >= 0."
+                )
         elif sdtype == 'boolean':
             dom.categories = [False, True]
         else:
-            declared = known_categories.get(column)
-            if declared is None and sdtype == 'ordinal' and meta.get('order'):
-                declared = meta['order']  # the order is written by the user, not detected
-            if declared is None and metadata_is_public and meta.get('range_values'):
-                declared = meta['range_values']
-            if declared is None:
-                missing.append(
-                    f"  - '{column}' ({sdtype}): known_categories={{'{column}': [...]}}"
-                )
+            cats = facts.get('categories')
+            if cats is None and sdtype == 'ordinal' and meta.get('order'):
+                cats = meta['order']  # the order is written by the user, not detected
+            if cats is None and metadata_is_public and meta.get('range_values'):
+                cats = meta['range_values']
+            if cats is None:
+                hints.append(f"  - '{column}' ({sdtype}): known_categories={{'{column}': [...]}}")
+                undeclared[column] = dom
                 continue
-            dom.categories = _categories(column, declared)
-        domains[column] = dom
+            dom.categories = _categories(column, cats)
+        declared[column] = dom
+    return declared, undeclared, hints
 
-    unknown = (set(known_min_max_values) | set(known_categories) | nullable_columns) - set(
-        columns_metadata
+
+def missing_domain_message(hints):
+    return (
+        'These columns have no public domain. Declare each from public knowledge (never '
+        'from the private data):\n'
+        + '\n'.join(hints)
+        + '\nor in one domain spec (domain={"columns": {...}}, see docs/domains.md), or pass '
+        'metadata_is_public=True if the metadata ranges were written from public knowledge, '
+        'not detected from the data; or let the synthesizer discover them under differential '
+        'privacy with domain_budget_share > 0 (it spends that share of the budget).'
     )
-    if unknown:
-        raise DomainError(f'Public domains were declared for unknown columns: {sorted(unknown)}.')
-    if missing:
-        raise DomainError(
-            'These columns have no public domain. Declare each from public knowledge (never '
-            'from the private data):\n'
-            + '\n'.join(missing)
-            + '\nor pass metadata_is_public=True if the metadata ranges were written from public '
-            'knowledge, not detected from the data.'
-        )
-    return domains
 
+
+def build_domains(columns_metadata, known_min_max_values, known_categories, metadata_is_public,
+                  nullable_columns=(), domain=None, table_name=None):
+    """Public domain of every modelled column; one error naming every column that lacks one."""
+    declarations = merge_declarations(
+        known_min_max_values, known_categories, nullable_columns, domain, table_name
+    )
+    declared, undeclared, hints = resolve_domains(
+        columns_metadata, declarations, metadata_is_public
+    )
+    if undeclared:
+        raise DomainError(missing_domain_message(hints))
+    return declared

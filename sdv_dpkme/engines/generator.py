@@ -28,8 +28,10 @@ class TabularGenerator(nn.Module):
     for training; ``sample`` draws nulls and categories.
     """
 
-    def __init__(self, blocks, n_columns, n_classes, latent_dim=32, hidden=(256, 256)):
+    def __init__(self, blocks, n_columns, n_classes, latent_dim=32, hidden=(256, 256),
+                 numeric_noise=0.0):
         super().__init__()
+        self.numeric_noise = float(numeric_noise)
         self.blocks = tuple(blocks)
         self.n_columns = n_columns
         self.n_classes = n_classes
@@ -51,10 +53,17 @@ class TabularGenerator(nn.Module):
         self.register_buffer('_inverse', torch.argsort(self._perm), persistent=False)
         self._group_sizes = [len(self._sigmoid_cols)] + [len(g) for g in self._softmax_groups]
 
-    def forward(self, z, y_onehot):
+    def forward(self, z, y_onehot, noise=None):
+        """``noise`` (standard normal, one column per numeric head) is scaled by
+        ``numeric_noise`` and added to the numeric values, reflected into [0, 1]. The kernels do
+        not see structure finer than their length scale, so without it the generator is free to
+        put class-specific spikes there, which classifiers trained on the output then exploit."""
         logits = self.net(torch.cat([z, y_onehot], dim=1))[:, self._perm]
         pieces = torch.split(logits, [*self._group_sizes, self._n_missing], dim=1)
-        heads = [torch.sigmoid(pieces[0])]
+        values = torch.sigmoid(pieces[0])
+        if noise is not None and self.numeric_noise > 0:
+            values = 1 - (1 - (values + self.numeric_noise * noise).abs()).abs()
+        heads = [values]
         heads += [torch.softmax(p, dim=1) for p in pieces[1:-1]]
         heads.append(torch.zeros_like(pieces[-1]))
         return torch.cat(heads, dim=1)[:, self._inverse]
@@ -64,8 +73,9 @@ class TabularGenerator(nn.Module):
         device = next(self.parameters()).device
         labels = torch.as_tensor(labels, dtype=torch.long)
         z = torch.randn(len(labels), self.latent_dim, generator=generator)
+        noise = torch.randn(len(labels), len(self._sigmoid_cols), generator=generator)
         y = nn.functional.one_hot(labels, self.n_classes).float()
-        soft = self.forward(z.to(device), y.to(device)).cpu().double()
+        soft = self.forward(z.to(device), y.to(device), noise.to(device)).cpu().double()
         out = soft.clone()
         for b in self.blocks:
             if b.nullable:
@@ -86,7 +96,11 @@ class TabularGenerator(nn.Module):
 
 @dataclass
 class Objective:
-    """Match the generator's class-conditional feature means to ``target`` (C, P)."""
+    """Match the generator's class-conditional feature means to ``target`` (C, P).
+
+    ``target`` is a fixed tensor (a single release) or a function of the step returning one (a
+    fresh release per step, e.g. DP-MERF's minibatch mode).
+    """
 
     name: str
     feature_map: object
@@ -113,18 +127,21 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     labels = classes.repeat_interleave(per_class)
     y = nn.functional.one_hot(labels, generator.n_classes).float().to(device)
     counts = y.sum(0).clamp(min=1)[:, None]
-    targets = [o.target.float().to(device) for o in objectives]
+    fixed = [None if callable(o.target) else o.target.float().to(device) for o in objectives]
     history = []
     started = time.perf_counter()
     bar = tqdm(range(steps), desc='Training generator', disable=not verbose)
     for step in bar:
         z = torch.randn(len(labels), generator.latent_dim, generator=torch_generator).to(device)
-        rows = generator(z, y)
+        noise = torch.randn(len(labels), len(generator._sigmoid_cols), generator=torch_generator)
+        rows = generator(z, y, noise.to(device))
         total = 0.0
         record = {'Step': step}
-        for objective, target in zip(objectives, targets):
+        for objective, target in zip(objectives, fixed):
             if not objective.active(step):
                 continue
+            if target is None:
+                target = objective.target(step).float().to(device)
             means = objective.feature_map.class_sums(rows, y, project=False) / counts
             loss = ((target[classes] - means[classes]) ** 2).sum()
             total = total + objective.weight * loss

@@ -8,9 +8,11 @@ from sdv_dpkme.features.blocks import (
     project_unit_ball,
 )
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
+from sdv_dpkme.features.rff import FourierKernelMap
 
 __all__ = [
     'Block',
+    'FourierKernelMap',
     'ProductKernelMap',
     'SumKernelMap',
     'draw_product_subsets',

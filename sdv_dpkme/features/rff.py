@@ -51,11 +51,12 @@ class FourierKernelMap:
             raise ValueError(f'n_features must be an even integer >= 2 ([cos, sin] pairs), '
                              f'got {n_features!r}')
         try:
-            length_scale = float(length_scale)
+            length = float(length_scale)
         except (TypeError, ValueError):
-            length_scale = math.nan
-        if not (math.isfinite(length_scale) and length_scale > 0):
+            length = math.nan
+        if not (math.isfinite(length) and length > 0):
             raise ValueError(f'length_scale must be a finite number > 0, got {length_scale!r}')
+        length_scale = length
 
         self.blocks = tuple(blocks)
         self.n_features = int(n_features)

@@ -2,14 +2,17 @@
 
 from sdv_dpkme.privacy.accountant import BudgetExceededError, PrivacyAccountant, validate_budget
 from sdv_dpkme.privacy.mechanisms import GaussianMechanism, NoiseSource
-from sdv_dpkme.privacy.report import PrivacyReport, Release
+from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
+from sdv_dpkme.privacy.subsampled import SubsampledGaussianMechanism
 
 __all__ = [
     'BudgetExceededError',
+    'DeltaReservation',
     'GaussianMechanism',
     'NoiseSource',
     'PrivacyAccountant',
     'PrivacyReport',
     'Release',
+    'SubsampledGaussianMechanism',
     'validate_budget',
 ]

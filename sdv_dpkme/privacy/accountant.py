@@ -3,12 +3,23 @@
 All releases here are non-subsampled Gaussian mechanisms. Their composition is exactly one Gaussian
 mechanism with multiplier sigma_eff = (sum_i count_i / sigma_i^2)^(-1/2) (Gaussian DP composition),
 whose (epsilon, delta) curve is the analytic Gaussian one (Balle & Wang 2018), evaluated by autodp.
+
+A mechanism that is a Gaussian release *except on a bad event of probability <= p* (the thresholded
+histogram of domain discovery: a value held by one row passing the threshold) reserves p of delta
+first; the Gaussian composition is then calibrated and reported at delta - reserved, so the whole fit
+is (epsilon, delta)-DP.
 """
 
 import math
 
 from sdv_dpkme.privacy._autodp import analytic_gaussian_multiplier, gaussian_epsilon
-from sdv_dpkme.privacy.report import PrivacyReport, Release
+from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
+from sdv_dpkme.privacy.subsampled import (
+    ACCOUNTANT_SUBSAMPLED,
+    SAMPLING_WOR,
+    calibrate_subsampled,
+    composed_epsilon,
+)
 
 REPLACE_ONE = (
     'replace-one: two tables are neighbours if they have the same number of rows n and differ in '
@@ -54,10 +65,35 @@ class PrivacyAccountant:
         self.delta = float(delta)
         self.neighbouring_relation = neighbouring_relation
         self.releases = []
+        self.reserved = []
+        self.notes = []
+        self._total_precision = {}
 
     @property
     def private(self):
         return math.isfinite(self.epsilon)
+
+    @property
+    def gaussian_delta(self):
+        """delta left to the Gaussian composition once the reservations are taken off."""
+        return self.delta - sum(r.delta for r in self.reserved)
+
+    def reserve_delta(self, amount, name, description=''):
+        """Set ``amount`` of delta aside for a bad event that the Gaussian accounting omits.
+
+        Only before the first release: every calibration depends on the Gaussian delta.
+        """
+        if self.releases:
+            raise RuntimeError('delta must be reserved before the first release')
+        amount = float(amount)
+        if not 0 < amount < self.gaussian_delta:
+            raise ValueError(
+                f'cannot reserve delta={amount!r}: {self.gaussian_delta:g} is left unreserved'
+            )
+        self.reserved.append(DeltaReservation(name, amount, description))
+
+    def add_note(self, note):
+        self.notes.append(note)
 
     def calibrate(self, plan, fraction=1.0):
         """Noise multipliers that spend ``fraction`` of the budget still unspent.
@@ -84,7 +120,10 @@ class PrivacyAccountant:
 
     def total_precision(self):
         """1/sigma_eff^2 of the single Gaussian release that spends the whole budget."""
-        return analytic_gaussian_multiplier(self.epsilon, self.delta) ** -2
+        delta = self.gaussian_delta
+        if delta not in self._total_precision:  # autodp solves numerically: cache it
+            self._total_precision[delta] = analytic_gaussian_multiplier(self.epsilon, delta) ** -2
+        return self._total_precision[delta]
 
     def remaining_precision(self):
         used = sum(r.count / r.noise_multiplier**2 for r in self.releases if r.noise_multiplier)
@@ -101,12 +140,35 @@ class PrivacyAccountant:
             return 0.0
         if any(r.noise_multiplier == 0 for r in releases):
             return math.inf
-        return gaussian_epsilon(self.effective_multiplier(releases), self.delta)
+        plain = [r for r in releases if r.sampling == 'none']
+        sampled = [r for r in releases if r.sampling != 'none']
+        sigma_eff = self.effective_multiplier(plain)
+        if not sampled:  # exact Gaussian composition
+            return gaussian_epsilon(sigma_eff, self.gaussian_delta)
+        return composed_epsilon(
+            sigma_eff, [(r.noise_multiplier, r.sampling_probability, r.count) for r in sampled],
+            self.gaussian_delta,
+        )
+
+    def calibrate_subsampled(self, sampling_probability, count):
+        """Multiplier for ``count`` subsampled releases that spends the rest of the budget."""
+        if not self.private:
+            return 0.0
+        plain = [r for r in self.releases if r.sampling == 'none']
+        if any(r.sampling != 'none' for r in self.releases):
+            raise NotImplementedError('one group of subsampled releases per fit')
+        return calibrate_subsampled(
+            self.epsilon, self.gaussian_delta, self.effective_multiplier(plain) if plain else None,
+            sampling_probability, count,
+        )
 
     def record(self, release):
         """Add a release; refuse it if the total would exceed the budget."""
-        if release.sampling != 'none':
-            raise NotImplementedError('only non-subsampled releases are accounted for so far')
+        if release.sampling not in ('none', SAMPLING_WOR):
+            raise NotImplementedError(
+                f'no accountant for sampling scheme {release.sampling!r}; supported: '
+                f"'none' and {SAMPLING_WOR!r}"
+            )
         if self.private:
             if release.noise_multiplier <= 0:
                 raise BudgetExceededError(f'release {release.name!r} has no noise')
@@ -118,7 +180,7 @@ class PrivacyAccountant:
         self.releases.append(release)
 
     def report(self, noise_source, public_inputs=(), notes=()):
-        notes = list(notes)
+        notes = [*self.notes, *notes]
         if not self.private:
             notes.append('epsilon=inf: NON-PRIVATE reference run, no noise was added.')
         return PrivacyReport(
@@ -126,11 +188,14 @@ class PrivacyAccountant:
             delta=self.delta,
             epsilon_spent=self.epsilon_spent(),
             neighbouring_relation=self.neighbouring_relation,
-            accountant=ACCOUNTANT,
+            accountant=ACCOUNTANT if all(r.sampling == 'none' for r in self.releases)
+            else ACCOUNTANT_SUBSAMPLED,
             noise_source=noise_source,
             public_inputs=list(public_inputs),
             releases=list(self.releases),
             notes=notes,
+            gaussian_delta=self.gaussian_delta,
+            reserved_delta=list(self.reserved),
         )
 
 

@@ -28,6 +28,9 @@ class NoiseSource:
     def normal(self, shape, std):
         return torch.randn(shape, generator=self._generator, dtype=torch.float64) * std
 
+    def permutation(self, n):
+        return torch.randperm(n, generator=self._generator)
+
     def __getstate__(self):
         raise TypeError('the privacy noise source must never be saved')
 
@@ -39,7 +42,13 @@ class GaussianMechanism:
         self.accountant = accountant
         self.noise = noise
 
-    def release(self, value, *, name, description, sensitivity, noise_multiplier):
+    def release(self, value, *, name, description, sensitivity, noise_multiplier,
+                dimension=None, details=None):
+        """Noisy copy of ``value``.
+
+        ``dimension`` overrides the reported size when the true size is itself private (a
+        histogram over the values present in the data reports only its public part).
+        """
         value = torch.as_tensor(value, dtype=torch.float64).cpu()
         std = noise_multiplier * sensitivity
         self.accountant.record(
@@ -50,7 +59,8 @@ class GaussianMechanism:
                 sensitivity=float(sensitivity),
                 noise_multiplier=float(noise_multiplier),
                 noise_std=float(std),
-                dimension=int(value.numel()),
+                dimension=int(value.numel() if dimension is None else dimension),
+                details=dict(details or {}),
             )
         )
         if std == 0:

@@ -19,6 +19,17 @@ class Release:
     count: int = 1
     sampling: str = 'none'
     dimension: int = 0
+    sampling_probability: float = 1.0
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class DeltaReservation:
+    """A share of delta set aside for a failure event outside the Gaussian accounting."""
+
+    name: str
+    delta: float
+    description: str
 
 
 @dataclass
@@ -34,6 +45,13 @@ class PrivacyReport:
     public_inputs: list = field(default_factory=list)
     releases: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    # delta of the Gaussian composition: delta minus the reservations (epsilon_spent is at it)
+    gaussian_delta: float = None
+    reserved_delta: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.gaussian_delta is None:
+            self.gaussian_delta = self.delta - sum(r.delta for r in self.reserved_delta)
 
     @property
     def guarantee_holds(self):
@@ -59,12 +77,17 @@ class PrivacyReport:
     def __str__(self):
         lines = [
             f'(epsilon={self.epsilon:g}, delta={self.delta:g})-DP; spent epsilon='
-            f'{self.epsilon_spent:.6g} at delta={self.delta:g}',
+            f'{self.epsilon_spent:.6g} at delta={self.gaussian_delta:g}'
+            + (' (Gaussian releases)' if self.reserved_delta else ''),
+        ]
+        lines += [f'reserved delta={r.delta:g} for {r.name}: {r.description}'
+                  for r in self.reserved_delta]
+        lines += [
             f'neighbouring relation: {self.neighbouring_relation}',
             f'accountant: {self.accountant}',
             f'noise: {self.noise_source}',
         ]
         if len(self.releases):
-            lines.append(self.to_frame().to_string(index=False))
+            lines.append(self.to_frame().drop(columns='details').to_string(index=False))
         lines.extend(f'note: {n}' for n in self.notes)
         return '\n'.join(lines)

@@ -2,5 +2,6 @@
 
 from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer
 from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer
+from sdv_dpkme.synthesizers.dpmerf import DPMERFSynthesizer
 
-__all__ = ['BaseDPKMESynthesizer', 'DPHPSynthesizer']
+__all__ = ['BaseDPKMESynthesizer', 'DPHPSynthesizer', 'DPMERFSynthesizer']

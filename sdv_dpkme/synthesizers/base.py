@@ -6,6 +6,7 @@ Subclasses implement ``_fit_encoded`` (release plan + engine) and return a model
 """
 
 import copy
+import inspect
 import warnings
 from dataclasses import dataclass
 
@@ -21,14 +22,50 @@ from sdv.metadata import Metadata
 from sdv.single_table.base import BaseSingleTableSynthesizer
 
 from sdv_dpkme._version import __version__
-from sdv_dpkme.domain import DP_TRANSFORMERS, build_domains, strip_data_derived, transformer_for
-from sdv_dpkme.domain.transformers import FIXED_SEED
+from sdv_dpkme.domain import (
+    DP_TRANSFORMERS,
+    ColumnDomain,
+    DomainError,
+    discover,
+    merge_declarations,
+    missing_domain_message,
+    resolve_domains,
+    strip_data_derived,
+    transformer_for,
+)
+from sdv_dpkme.domain.discovery import warn_discovered
+from sdv_dpkme.domain.transformers import FIXED_SEED, DPDatetimeTransformer, DPNumericalTransformer
+from sdv_dpkme.engines import (
+    Objective,
+    TabularGenerator,
+    class_mean_embeddings,
+    class_proportions,
+    resolve_device,
+    train_generator,
+)
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant, validate_budget
+from sdv_dpkme.synthesizers.model import KMEModel
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
 # derived column is ever modelled without a public domain.
 SAFE_CONSTRAINTS = (Inequality, Range, FixedIncrements, OneHotEncoding)
+
+
+class MissingDomainError(SynthesizerInputError, DomainError):
+    """Modelled columns lack a public domain and discovery is off (``domain_budget_share=0``)."""
+
+
+@dataclass
+class KernelTerm:
+    """One released embedding and its loss term."""
+
+    group: str  # release (budget) group
+    label: str  # name in the loss history
+    feature_map: object
+    weight: float = 1.0
+    first_step: int = 0
+    last_step: int = None  # exclusive; None = until the end
 
 
 @dataclass
@@ -54,6 +91,13 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             missingness is modelled under DP. Missing values elsewhere are an error.
         metadata_is_public: take missing domains from metadata ranges (only if they were written
             from public knowledge, never detected from the data).
+        domain: one public domain spec for the table, a dict or a JSON file path (our format or
+            SDV DayZ's parameter format; see docs/domains.md). Merged with the three args above.
+        domain_budget_share: share of the privacy budget (of the precision 1/sigma^2, i.e. of
+            mu^2 in Gaussian-DP terms) spent at fit to discover, in one DP release, the domain of
+            every modelled column that has none declared; plus 10% of delta when a categorical
+            column is discovered. Unused when everything is declared. 0 turns discovery off:
+            an undeclared column is then an error.
         target_column: optional categorical column; the embedding is class-conditional and the
             class proportions are released with noise.
         random_state: seeds model initialisation, subsets and training (never the privacy noise).
@@ -65,7 +109,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, locales=('en_US',), random_state=None, device='auto', verbose=True,
-                 noise_seed=None):
+                 noise_seed=None, domain=None, domain_budget_share=0.1):
         try:
             validate_budget(epsilon, delta)
         except ValueError as err:
@@ -97,25 +141,87 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         self.device = device
         self.verbose = verbose
         self.noise_seed = noise_seed
+        self.domain = copy.deepcopy(domain)
+        self.domain_budget_share = domain_budget_share
+        self._privacy_report = None
+        self._ledger = None
+        self._discovery = None
+        self._user_transformers = {}
+        self._fitted_sdv_dpkme_version = None
+        self._domains, self._undeclared = self._resolve_domains()
+
+    def _init_model(self, arguments):
+        """Subclass constructors call this with ``locals()``: the base arguments go to the base
+        class, the rest become attributes (SDV's ``get_parameters`` reads them back by name)."""
+        names = inspect.signature(BaseDPKMESynthesizer.__init__).parameters
+        BaseDPKMESynthesizer.__init__(
+            self, **{k: v for k, v in arguments.items() if k in names and k != 'self'}
+        )
+        for name, value in arguments.items():
+            if name not in names and name not in ('self', '__class__'):
+                setattr(self, name, value)
+
+    # ---------------------------------------------------------------------- domains
+    def _resolve_domains(self):
+        """(declared domains, undeclared columns) from the current public declarations.
+
+        Run at construction (early errors) and again at every fit, so attributes set after
+        construction (e.g. ``domain_budget_share``) take effect.
+        """
+        share = self.domain_budget_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
+            raise SynthesizerInputError(
+                f'domain_budget_share must be a number in [0, 1), got {share!r}.'
+            )
         columns = self._original_metadata._convert_to_single_table().columns
         try:
-            self._domains = build_domains(
-                columns, known_min_max_values, known_categories, metadata_is_public,
-                nullable_columns,
+            declarations = merge_declarations(
+                self.known_min_max_values, self.known_categories, self.nullable_columns,
+                self.domain, self._table_name,
+            )
+            declared, undeclared, hints = resolve_domains(
+                columns, declarations, self.metadata_is_public
             )
         except ValueError as err:
             raise SynthesizerInputError(str(err)) from None
-        if target_column is not None:
-            domain = self._domains.get(target_column)
+        for column, transformer in self._user_transformers.items():
+            if column in undeclared and isinstance(transformer, DP_TRANSFORMERS):
+                declared[column] = _domain_from_transformer(undeclared.pop(column), transformer)
+        if undeclared and share == 0:
+            hints = [h for h in hints if h.split("'")[1] in undeclared]
+            raise MissingDomainError(
+                missing_domain_message(hints)
+                + ' Discovery is off here (domain_budget_share=0).'
+            )
+        target = self.target_column
+        if target is not None:
+            domain = declared.get(target) or undeclared.get(target)
             if domain is None or domain.is_numeric:
                 raise SynthesizerInputError(
-                    f"target_column '{target_column}' must be a categorical, boolean or ordinal "
-                    f'column of the metadata; modelled columns are {sorted(self._domains)}.'
+                    f"target_column '{target}' must be a categorical, boolean or ordinal "
+                    f'column of the metadata; modelled columns are '
+                    f'{sorted([*declared, *undeclared])}.'
                 )
-        self._privacy_report = None
-        self._ledger = None
-        self._user_transformers = {}
-        self._fitted_sdv_dpkme_version = None
+        order = list(columns)
+        declared = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
+        return declared, undeclared
+
+    def _discover_domains(self, table_data):
+        """Declared domains, plus one DP release for the columns that have none."""
+        declared, undeclared = self._resolve_domains()
+        self._discovery = None
+        self._undeclared = undeclared
+        if undeclared:
+            self._discovery = discover(
+                table_data, undeclared, self._ledger, self.domain_budget_share
+            )
+            warn_discovered(self._discovery)
+            declared = {**declared, **self._discovery.domains}
+        order = list(self._original_metadata._convert_to_single_table().columns)
+        self._domains = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
+
+    def _modelled_columns(self):
+        return set(self._domains) | set(self._undeclared)
 
     # ---------------------------------------------------------------- transformers
     def _build_config(self, table_data):
@@ -125,6 +231,8 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         for column, transformer in list(config['transformers'].items()):
             if column in self._domains:
                 config['transformers'][column] = transformer_for(self._domains[column])
+            elif column in self._undeclared:
+                config['transformers'][column] = None  # its domain is only known after discovery
             elif columns.get(column, {}).get('sdtype') == 'unknown':
                 # SDV sizes its pattern from the digits of the column's min/max (leak L7)
                 config['transformers'][column] = AnonymizedFaker(
@@ -172,6 +280,10 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
     def _preprocess(self, table_data):
         processor = self._data_processor
         self._open_ledger()
+        try:
+            self._discover_domains(table_data)
+        except DomainError as err:
+            raise SynthesizerInputError(str(err)) from None
         self._install_config(table_data)
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', module='rdt.hyper_transformer')
@@ -181,15 +293,19 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         return processor.transform(table_data)
 
     def auto_assign_transformers(self, data):
-        """Show the transformers a fit would use (nothing is learned from the data)."""
+        """Show the transformers a fit would use (nothing is learned from the data).
+
+        Columns whose domain is discovered at fit show ``None`` until then.
+        """
         self._install_config(data[self._table_name] if isinstance(data, dict) else data)
 
     def update_transformers(self, column_name_to_transformer, table_name=None):
         """Only public-domain transformers (or generators for id/PII columns) are accepted."""
+        modelled = self._modelled_columns()
         for column, transformer in column_name_to_transformer.items():
-            if column in self._domains and isinstance(transformer, DP_TRANSFORMERS):
+            if column in modelled and isinstance(transformer, DP_TRANSFORMERS):
                 continue
-            if column not in self._domains and transformer is not None and (
+            if column not in modelled and transformer is not None and (
                 transformer.is_generator()
             ):
                 continue
@@ -259,7 +375,11 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         labels = None
         if target is not None:
             labels = x[:, list(target.columns)].argmax(axis=1)
-        ledger = getattr(self, '_ledger', None) or self._open_ledger()
+        ledger = getattr(self, '_ledger', None)
+        if ledger is None:  # fit_processed_data without preprocess: same encoding, same cost
+            ledger = self._open_ledger()
+            if self._discovery is not None:
+                self._discovery.replay(ledger.accountant)
         try:
             self._model, self._privacy_report = self._fit_encoded(
                 x, blocks, target, labels, list(processed_data.columns), ledger
@@ -268,9 +388,105 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             self._ledger = None  # the noise source is never kept (nor pickled)
         self._fitted_sdv_dpkme_version = __version__
 
-    def _fit_encoded(self, x, blocks, target, labels, columns, ledger):
-        """Release the model's statistics through ``ledger`` and train; return (model, report)."""
+    # Subclass hooks: what differs between the methods is the feature maps and the release plan.
+    def _kernel_terms(self, blocks, generator):
+        """The feature maps to release and match, as ``KernelTerm``s (one release each)."""
         raise NotImplementedError
+
+    def _default_budget_shares(self):
+        """Default precision share per release group (incl. 'class_proportions')."""
+        raise NotImplementedError
+
+    def _release_plan(self, terms, has_target):
+        shares = dict(self._default_budget_shares())
+        shares.update(getattr(self, 'budget_shares', None) or {})
+        counts = {}
+        for term in terms:
+            counts[term.group] = counts.get(term.group, 0) + 1
+        if has_target:
+            counts['class_proportions'] = 1
+        unknown = set(counts) - set(shares)
+        if unknown:
+            raise SynthesizerInputError(f'budget_shares lacks a share for {sorted(unknown)}.')
+        plan = {name: (float(shares[name]), count) for name, count in counts.items()}
+        total = sum(share for share, _ in plan.values())
+        if not all(share > 0 for share, _ in plan.values()):
+            raise SynthesizerInputError(f'budget_shares must be positive, got {shares}.')
+        return {name: (share / total, count) for name, (share, count) in plan.items()}
+
+    def _fit_encoded(self, x, blocks, target, labels, columns, ledger):
+        """Release plan -> one pass over the private rows -> Gaussian releases -> training.
+
+        Releases: class proportions (with a target; L2 sensitivity sqrt(2)/n) and, per kernel
+        term, the joint embedding (1/n) sum_i phi(x_i) y_i^T (sensitivity 2/n, ||phi|| <= 1). The
+        generator is then trained against these fixed releases; private rows are not touched again.
+        """
+        n = len(x)
+        model_rng = self._torch_generator()
+        n_classes = 1 if target is None else target.width
+        terms = self._kernel_terms(blocks, model_rng)
+        sigmas = ledger.accountant.calibrate(self._release_plan(terms, target is not None))
+
+        # The single pass over the private rows.
+        embeddings = class_mean_embeddings(
+            x, labels, n_classes, [t.feature_map for t in terms], verbose=self.verbose
+        )
+        del x
+        weights, divisor = self._release_class_weights(
+            labels, target, ledger, sigmas.get('class_proportions')
+        )
+        objectives = []
+        for term, embedding in zip(terms, embeddings):
+            noisy = ledger.mechanism.release(
+                embedding, name=term.group, description=term.feature_map.describe(),
+                sensitivity=2 / n, noise_multiplier=sigmas[term.group],
+            )
+            objectives.append(Objective(
+                term.label, term.feature_map,
+                noisy / divisor,  # joint -> class-conditional means (post-processing)
+                weight=term.weight, first_step=term.first_step, last_step=term.last_step,
+            ))
+        del embeddings
+        return self._train(blocks, columns, target, weights, objectives, model_rng, ledger, terms)
+
+    def _release_class_weights(self, labels, target, ledger, noise_multiplier):
+        """Released class proportions -> (sampling weights, divisor of joint embeddings).
+
+        The last bucket (out-of-domain) is modelled but never sampled.
+        """
+        if target is None:
+            return np.ones(1), torch.ones(1, 1, dtype=torch.float64)
+        n_classes = target.width
+        released = ledger.mechanism.release(
+            class_proportions(labels, n_classes), name='class_proportions',
+            description=f"proportions of the {n_classes} buckets of '{target.name}'",
+            sensitivity=np.sqrt(2) / len(labels), noise_multiplier=noise_multiplier,
+        )
+        weights = np.append(noisy_class_weights(released.numpy()[:-1]), 0.0)
+        divisor = torch.as_tensor(np.where(weights > 0, weights, 1.0))[:, None]
+        return weights, divisor
+
+    def _train(self, blocks, columns, target, weights, objectives, model_rng, ledger, terms):
+        """Train a fresh generator against the objectives; return (model, report)."""
+        n_classes = 1 if target is None else target.width
+        with torch.random.fork_rng(devices=[]):  # seed the initial weights, not the user's RNG
+            torch.manual_seed(int(torch.randint(2**62, (1,), generator=model_rng)))
+            generator = TabularGenerator(
+                blocks, len(columns), n_classes, self.latent_dim, tuple(self.generator_dims),
+                numeric_noise=self.numeric_noise,
+            )
+        history = train_generator(
+            generator, objectives, np.flatnonzero(weights > 0), self.steps, self.batch_size,
+            self.learning_rate, resolve_device(self.device), model_rng, verbose=self.verbose,
+        )
+        report = ledger.accountant.report(
+            ledger.noise.describe(), public_inputs=self._public_inputs(),
+            notes=self._report_notes(terms),
+        )
+        return KMEModel(generator, columns, target, weights, history), report
+
+    def _report_notes(self, terms):
+        return []
 
     def _torch_generator(self):
         gen = torch.Generator()
@@ -281,9 +497,12 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         return gen
 
     def _public_inputs(self):
-        inputs = [f"bounds of '{d.name}': [{d.low:g}, {d.high:g}]"
+        def origin(d):
+            return 'discovered under DP (domain_discovery)' if d.discovered else 'declared'
+
+        inputs = [f"bounds of '{d.name}': [{d.low:g}, {d.high:g}], {origin(d)}"
                   for d in self._domains.values() if d.is_numeric]
-        inputs += [f"categories of '{d.name}': {len(d.categories)} declared + missing + "
+        inputs += [f"categories of '{d.name}': {len(d.categories)} {origin(d)} + missing + "
                    'out-of-domain buckets' for d in self._domains.values() if not d.is_numeric]
         inputs.append('number of rows n (replace-one adjacency)')
         return inputs
@@ -316,15 +535,36 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             info['epsilon_spent'] = self._privacy_report.epsilon_spent
             info['neighbouring_relation'] = self._privacy_report.neighbouring_relation
             info['dp_guarantee_holds'] = self._privacy_report.guarantee_holds
+        if self._discovery is not None:
+            info['discovered_columns'] = list(self._discovery.domains)
         return info
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        # synthesizers saved before domain discovery existed
+        for name, default in (('_undeclared', {}), ('_discovery', None), ('domain', None),
+                              ('domain_budget_share', 0.0)):
+            self.__dict__.setdefault(name, default)
         saved = state.get('_fitted_sdv_dpkme_version')
         if saved is not None and saved.split('.')[:2] != __version__.split('.')[:2]:
             warnings.warn(
                 f'This synthesizer was fitted with sdv_dpkme {saved}; you run {__version__}.'
             )
+
+
+def _domain_from_transformer(template, transformer):
+    """A user's DP transformer for an undeclared column is a public declaration."""
+    dom = ColumnDomain(name=template.name, sdtype=template.sdtype,
+                       nullable=bool(transformer.nullable), nullable_declared=True)
+    if isinstance(transformer, DPNumericalTransformer):
+        dom.low, dom.high = transformer.low, transformer.high
+        dom.integer = bool(transformer.integer)
+        dom.decimal_places = transformer.decimal_places
+        if isinstance(transformer, DPDatetimeTransformer):
+            dom.datetime_format = transformer.datetime_format
+    else:
+        dom.categories = list(transformer.categories)
+    return dom
 
 
 def noisy_class_weights(counts_release, min_weight=1e-3):

@@ -8,20 +8,8 @@ Release plan (all Gaussian, composed exactly by one accountant):
 The generator is then trained against these fixed releases; private rows are not touched again.
 """
 
-import numpy as np
-import torch
-
-from sdv_dpkme.engines import (
-    Objective,
-    TabularGenerator,
-    class_mean_embeddings,
-    class_proportions,
-    resolve_device,
-    train_generator,
-)
 from sdv_dpkme.features import ProductKernelMap, SumKernelMap, draw_product_subsets
-from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer, noisy_class_weights
-from sdv_dpkme.synthesizers.model import KMEModel
+from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer, KernelTerm
 
 
 class DPHPSynthesizer(BaseDPKMESynthesizer):
@@ -37,6 +25,8 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         budget_shares: shares of the privacy precision for 'class_proportions', 'sum_kernel',
             'product_kernel' (normalised over the releases that exist).
         steps, batch_size, learning_rate, latent_dim, generator_dims: generator training.
+        numeric_noise: std of the Gaussian noise added to numeric outputs (on the [0, 1] scale),
+            in training and sampling, so that structure finer than the kernel can resolve is smooth.
     """
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
@@ -44,114 +34,36 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  target_column=None, sum_order=100, sum_sigma2=0.05, product_order=5, product_sigma2=0.05,
                  product_columns=5, product_redraws=20, max_product_features=8192,
                  product_weight=0.1, budget_shares=None, steps=1000, batch_size=1024,
-                 learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256),
+                 learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
-                 noise_seed=None):
-        super().__init__(
-            metadata, epsilon, delta=delta, known_min_max_values=known_min_max_values,
-            known_categories=known_categories, nullable_columns=nullable_columns,
-            metadata_is_public=metadata_is_public,
-            target_column=target_column, locales=locales, random_state=random_state,
-            device=device, verbose=verbose, noise_seed=noise_seed,
-        )
-        self.sum_order = sum_order
-        self.sum_sigma2 = sum_sigma2
-        self.product_order = product_order
-        self.product_sigma2 = product_sigma2
-        self.product_columns = product_columns
-        self.product_redraws = product_redraws
-        self.max_product_features = max_product_features
-        self.product_weight = product_weight
-        self.budget_shares = budget_shares
-        self.steps = steps
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.latent_dim = latent_dim
-        self.generator_dims = generator_dims
+                 noise_seed=None, domain=None, domain_budget_share=0.1):
+        self._init_model(locals())
 
-    def _release_plan(self, has_target, n_product):
-        shares = {'class_proportions': 0.01, 'sum_kernel': 0.6, 'product_kernel': 0.39}
-        shares.update(self.budget_shares or {})
-        plan = {'sum_kernel': (shares['sum_kernel'], 1)}
-        if has_target:
-            plan['class_proportions'] = (shares['class_proportions'], 1)
-        if n_product:
-            plan['product_kernel'] = (shares['product_kernel'], n_product)
-        total = sum(s for s, _ in plan.values())
-        return {name: (share / total, count) for name, (share, count) in plan.items()}
+    def _default_budget_shares(self):
+        return {'class_proportions': 0.01, 'sum_kernel': 0.6, 'product_kernel': 0.39}
 
-    def _fit_encoded(self, x, blocks, target, labels, columns, ledger):
-        n = len(x)
-        model_rng = self._torch_generator()
-        n_classes = 1 if target is None else target.width
+    def _kernel_terms(self, blocks, generator):
         sum_map = SumKernelMap(blocks, self.sum_order, self.sum_sigma2)
-        product_maps = []
+        terms = [KernelTerm('sum_kernel', 'Sum kernel', sum_map)]
         # a redraw that no training step would use must not be released
         redraws = min(self.product_redraws, self.steps)
-        if redraws and len(blocks) > 1 and self.product_columns > 1:
-            subsets = draw_product_subsets(
-                blocks, redraws, self.product_columns, self.max_product_features,
-                self.product_order, model_rng,
-            )
-            product_maps = [
-                ProductKernelMap(s, self.product_order, self.product_sigma2) for s in subsets
-            ]
-
-        accountant, mechanism = ledger.accountant, ledger.mechanism
-        sigmas = accountant.calibrate(self._release_plan(target is not None, len(product_maps)))
-
-        # The single pass over the private rows.
-        embeddings = class_mean_embeddings(
-            x, labels, n_classes, [sum_map, *product_maps], verbose=self.verbose
+        if not (redraws and len(blocks) > 1 and self.product_columns > 1):
+            return terms
+        subsets = draw_product_subsets(
+            blocks, redraws, self.product_columns, self.max_product_features,
+            self.product_order, generator,
         )
-
-        if target is None:
-            weights = np.ones(1)
-        else:
-            released = mechanism.release(
-                class_proportions(labels, n_classes), name='class_proportions',
-                description=f"proportions of the {n_classes} buckets of '{target.name}'",
-                sensitivity=np.sqrt(2) / n, noise_multiplier=sigmas['class_proportions'],
-            )
-            weights = noisy_class_weights(released.numpy()[:-1])  # never sample out-of-domain
-            weights = np.append(weights, 0.0)
-        classes = np.flatnonzero(weights > 0)
-        divisor = torch.as_tensor(np.where(weights > 0, weights, 1.0))[:, None]
-
-        def conditional(embedding, name, description):
-            noisy = mechanism.release(
-                embedding, name=name, description=description, sensitivity=2 / n,
-                noise_multiplier=sigmas[name],
-            )
-            return noisy / divisor  # joint -> class-conditional means (post-processing)
-
-        objectives = [Objective(
-            'Sum kernel', sum_map,
-            conditional(embeddings[0], 'sum_kernel', sum_map.describe()),
-        )]
-        per_redraw = max(1, self.steps // max(1, len(product_maps)))
-        for r, (pmap, emb) in enumerate(zip(product_maps, embeddings[1:])):
-            objectives.append(Objective(
-                'Product kernel', pmap,
-                conditional(emb, 'product_kernel', pmap.describe()),
+        per_redraw = max(1, self.steps // len(subsets))
+        for r, subset in enumerate(subsets):
+            terms.append(KernelTerm(
+                'product_kernel', 'Product kernel',
+                ProductKernelMap(subset, self.product_order, self.product_sigma2),
                 weight=self.product_weight, first_step=r * per_redraw,
-                last_step=None if r == len(product_maps) - 1 else (r + 1) * per_redraw,
+                last_step=None if r == len(subsets) - 1 else (r + 1) * per_redraw,
             ))
-        del embeddings, x
+        return terms
 
-        with torch.random.fork_rng(devices=[]):  # seed the initial weights, not the user's RNG
-            torch.manual_seed(int(torch.randint(2**62, (1,), generator=model_rng)))
-            generator = TabularGenerator(
-                blocks, len(columns), n_classes, self.latent_dim, tuple(self.generator_dims)
-            )
-        history = train_generator(
-            generator, objectives, classes, self.steps, self.batch_size, self.learning_rate,
-            resolve_device(self.device), model_rng, verbose=self.verbose,
-        )
-        report = accountant.report(
-            ledger.noise.describe(), public_inputs=self._public_inputs(),
-            notes=[f'{len(product_maps)} product-kernel subsets drawn from the public layout '
-                   'with the model RNG (data-independent).'],
-        )
-        model = KMEModel(generator, columns, target, weights, history)
-        return model, report
+    def _report_notes(self, terms):
+        n_product = sum(t.group == 'product_kernel' for t in terms)
+        return [f'{n_product} product-kernel subsets drawn from the public layout with the model '
+                'RNG (data-independent).']

@@ -94,3 +94,25 @@ def test_invalid_declarations(bounds, cats):
     meta = {'x': {'sdtype': 'numerical'}, 'c': {'sdtype': 'categorical'}}
     with pytest.raises(DomainError):
         build_domains(meta, bounds, cats, metadata_is_public=False)
+
+
+def test_discovered_columns_absorb_missing_values_instead_of_raising():
+    # an error would tell whoever sees the fit fail that a missing value exists
+    t, out = _fit(DPNumericalTransformer(0, 10, missing='absorb'), [1.0, np.nan])
+    assert list(out.columns) == ['c'] and out['c'].tolist() == [0.1, 0.5]
+    with pytest.warns(UserWarning, match='out-of-domain'):
+        t, out = _fit(DPCategoricalTransformer(['a'], missing='absorb'), ['a', None])
+    assert out.to_numpy().argmax(1).tolist() == [0, 1]  # the out-of-domain bucket
+    t, out = _fit(DPDatetimeTransformer(0, 10**18, missing='absorb'), ['2001-01-01', None])
+    assert out['c'].iloc[1] == 0.5
+    with pytest.raises(ValueError, match='missing must be'):
+        _fit(DPNumericalTransformer(0, 10, missing='drop'), [1.0])
+
+
+def test_transformer_for_discovered_domain():
+    from sdv_dpkme.domain import ColumnDomain, transformer_for
+
+    dom = ColumnDomain('c', 'categorical', categories=['a'], discovered=True)
+    assert transformer_for(dom).missing == 'absorb'
+    dom.discovered = False
+    assert transformer_for(dom).missing == 'error'

@@ -134,3 +134,35 @@ def test_later_plan_spends_exactly_what_earlier_releases_left():
         acct.calibrate({'more': (1.0, 1)})
     with pytest.raises(ValueError):
         acct.calibrate({'a': (1.0, 1)}, fraction=0)
+
+
+def test_reserved_delta_is_taken_off_the_gaussian_part():
+    acct = PrivacyAccountant(1.0, 1e-5)
+    acct.reserve_delta(1e-6, 'threshold', 'a rare value passes a threshold')
+    assert acct.gaussian_delta == pytest.approx(9e-6)
+    sigma = acct.calibrate({'a': (1.0, 1)})['a']
+    assert sigma == pytest.approx(analytic_gaussian_multiplier(1.0, 9e-6))
+    acct.record(_release('a', sigma))
+    expected = mechanism_zoo.ExactGaussianMechanism(sigma=sigma).get_approxDP(9e-6)
+    report = acct.report('test')
+    assert report.epsilon_spent == pytest.approx(expected, rel=1e-12) and expected <= 1.0
+    assert report.delta == 1e-5 and report.gaussian_delta == pytest.approx(9e-6)
+    assert report.reserved_delta[0].name == 'threshold'
+    assert report.to_dict()['reserved_delta'][0]['delta'] == 1e-6
+    assert 'reserved delta=1e-06' in str(report)
+    with pytest.raises(RuntimeError):
+        acct.reserve_delta(1e-7, 'late')  # calibrations already depend on the Gaussian delta
+
+
+@pytest.mark.parametrize('amount', [0, -1e-6, 1e-5, 2e-5])
+def test_invalid_reservations_are_refused(amount):
+    with pytest.raises(ValueError):
+        PrivacyAccountant(1.0, 1e-5).reserve_delta(amount, 'x')
+
+
+def test_public_dimension_override_and_details():
+    acct = PrivacyAccountant(1.0, 1e-5)
+    mech = GaussianMechanism(acct, NoiseSource(seed=0))
+    mech.release(torch.zeros(7), name='h', description='', sensitivity=1.0,
+                 noise_multiplier=10.0, dimension=3, details={'columns': ['a']})
+    assert acct.releases[0].dimension == 3 and acct.releases[0].details == {'columns': ['a']}

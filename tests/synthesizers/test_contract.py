@@ -13,17 +13,17 @@ from sdv.errors import InvalidDataError, SynthesizerInputError
 from sdv.sampling import Condition
 from sdv.utils import load_synthesizer
 
-from sdv_dpkme import DPHPSynthesizer
+from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
 from sdv_dpkme.privacy._autodp import mechanism_zoo
 from sdv_dpkme.domain import DPCategoricalTransformer
-from tests.conftest import BOUNDS, CATEGORIES, FAST, make_metadata, make_table
+from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, make_metadata, make_table
 
-SYNTHESIZERS = [DPHPSynthesizer]
+SYNTHESIZERS = [DPHPSynthesizer, DPMERFSynthesizer]
 
 
 def build(cls, metadata=None, **kwargs):
     args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
-                random_state=0, **FAST)
+                random_state=0, **FAST_BY_CLASS[cls.__name__][0])
     args.update(kwargs)
     return cls(metadata or make_metadata(), **args)
 
@@ -35,8 +35,10 @@ def cls(request):
 
 def test_importable_from_sdv_namespace():
     from sdv.single_table import DPHPSynthesizer as FromSDV
+    from sdv.single_table import DPMERFSynthesizer as MERFFromSDV
 
     assert FromSDV is DPHPSynthesizer
+    assert MERFFromSDV is DPMERFSynthesizer
 
 
 def test_fit_sample_and_report(cls, table):
@@ -55,7 +57,7 @@ def test_fit_sample_and_report(cls, table):
     report = synth.get_privacy_report()
     assert report.epsilon_spent <= 1.0 and report.epsilon_spent > 0.999
     names = set(report.to_frame()['name'])
-    assert {'class_proportions', 'sum_kernel', 'product_kernel'} <= names
+    assert FAST_BY_CLASS[cls.__name__][1] <= names
     assert report.guarantee_holds
     sigmas = report.to_frame()['noise_multiplier'].to_numpy()
     recomputed = mechanism_zoo.ExactGaussianMechanism(
@@ -64,7 +66,7 @@ def test_fit_sample_and_report(cls, table):
     info = synth.get_info()
     assert info['epsilon'] == 1.0 and info['epsilon_spent'] == report.epsilon_spent
     losses = synth.get_loss_values()
-    assert len(losses) == FAST['steps'] and losses['Loss'].notna().all()
+    assert len(losses) == FAST_BY_CLASS[cls.__name__][0]['steps'] and losses['Loss'].notna().all()
 
 
 def test_get_parameters_returns_every_constructor_argument(cls):
@@ -73,7 +75,7 @@ def test_get_parameters_returns_every_constructor_argument(cls):
     assert params['epsilon'] == 1.0 and params['delta'] == 1e-6
     assert params['target_column'] == 'label'
     assert params['known_min_max_values'] == BOUNDS
-    assert params['steps'] == FAST['steps']
+    assert params['steps'] == FAST_BY_CLASS[cls.__name__][0]['steps']
     import inspect
 
     missing = [p for p in inspect.signature(cls.__init__).parameters
@@ -208,7 +210,7 @@ def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
     detected.update_column('flag', table_name='t', sdtype='boolean')
     assert 'range_min' in str(detected.to_dict()) or 'range_values' in str(detected.to_dict())
     with pytest.raises(SynthesizerInputError, match="'age'"):
-        cls(detected, epsilon=1.0)
+        cls(detected, epsilon=1.0, domain_budget_share=0)
     synth = build(cls, metadata=detected)
     assert 'range_min' not in str(synth.metadata.to_dict())
     assert 'range_values' not in str(synth._original_metadata.to_dict())
@@ -221,8 +223,8 @@ def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
     (dict(delta=1.0), 'delta'),
     (dict(delta=0), 'delta'),
     (dict(known_min_max_values={'age': (90, 18)}), 'low < high'),
-    (dict(known_min_max_values={'age': (18, 90)}), "'income'"),
-    (dict(known_categories={'label': ['no', 'yes']}), "'city'"),
+    (dict(known_min_max_values={'age': (18, 90)}, domain_budget_share=0), "'income'"),
+    (dict(known_categories={'label': ['no', 'yes']}, domain_budget_share=0), "'city'"),
     (dict(target_column='nope'), 'target_column'),
     (dict(target_column='age'), 'target_column'),
 ])
@@ -233,7 +235,7 @@ def test_bad_arguments_get_clear_errors(cls, kwargs, match):
 
 def test_missing_domain_error_says_how_to_declare(cls):
     with pytest.raises(SynthesizerInputError) as err:
-        cls(make_metadata(), epsilon=1.0)
+        cls(make_metadata(), epsilon=1.0, domain_budget_share=0)
     message = str(err.value)
     for column in ('age', 'income', 'when', 'city', 'label'):
         assert f"'{column}'" in message

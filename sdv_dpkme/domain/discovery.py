@@ -1,0 +1,359 @@
+"""Private domain discovery: one Gaussian release of count histograms, then public thresholds.
+
+For the k modelled columns that lack a declared domain, one vector is released:
+
+    h = [histogram of column 1 ; ... ; histogram of column k]  +  N(0, (sigma * sqrt(2k))^2 I)
+
+- numerical / datetime column: counts over a public grid of bins (``NUMERIC_EDGES`` /
+  ``DATETIME_EDGES``, with -inf/+inf end bins) and a null bin;
+- categorical / ordinal column: counts of each value present in the data and a null key.
+
+Sensitivity: every row adds exactly 1 to exactly one entry of each column's histogram, so replacing
+one row moves one unit from one entry to another in each column: ||h(D) - h(D')||_2 <= sqrt(2k).
+
+Post-processing (costs nothing):
+- bounds = outer edges of the outermost grid bins whose noisy count is >= ``numeric_threshold``;
+- categories = the values whose noisy count is >= ``category_threshold`` (partition selection);
+- nullable = the noisy null count is >= ``null_threshold`` (unless nullability was declared).
+
+The set of categorical keys comes from the data, so the histogram alone is not a Gaussian mechanism
+on a fixed vector. Its privacy argument (documented in docs/privacy.md): compare with the Gaussian
+mechanism H over the union of the keys of two neighbours D, D'. Per column, at most one key is held
+only by the replaced row in D (count 1, absent from D') and at most one only by the new row in D'.
+Outside the event "one of those keys, at count 1 (or at count 0 in H), clears the threshold" the
+outputs of the real mechanism and of H coincide, so the fit is (epsilon, delta_G + delta_T)-DP with
+delta_T >= k_cat * (P[N >= T - 1] + P[N >= T]), N ~ N(0, s^2): ``category_threshold`` solves that
+for T, and the accountant reserves delta_T before any release.
+"""
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from sdv_dpkme.domain.spec import ColumnDomain, DomainError
+from sdv_dpkme.domain.transformers import to_numbers, to_timestamps_ns
+
+# Share of delta reserved for the category threshold (only when a categorical column is discovered).
+DELTA_SHARE = 0.1
+# Probability that some empty bin of a column's grid (or its empty null bin) clears its threshold.
+FALSE_BIN_RATE = 1e-3
+NAME = 'domain_discovery'
+
+
+def _numeric_edges(mantissas=('1', '1.5', '2', '3', '5', '7'), decades=range(-6, 16)):
+    # decimal strings keep the edges exact (0.3, not 0.30000000000000004)
+    positive = sorted(float(f'{m}e{j}') for j in decades for m in mantissas)
+    return np.array([-x for x in reversed(positive)] + [0.0] + positive)
+
+
+def _datetime_edges():
+    years = pd.date_range('1700-01-01', '2250-01-01', freq='YS')
+    quarters = pd.date_range('1950-01-01', '2050-01-01', freq='QS')
+    return np.unique(np.concatenate([years.asi8, quarters.asi8])).astype(float)
+
+
+# Public grids: 0, +-{1, 1.5, 2, 3, 5, 7} x 10^j for j = -6..15 (consecutive edges within a factor
+# <= 1.67, so a tail of the distribution spans few bins), and year starts 1700-2250 refined to
+# quarter starts 1950-2049 for datetimes (nanoseconds; months would spread a small table's rows
+# too thin to clear the noise). Each also has a -inf and a +inf end bin.
+NUMERIC_EDGES = _numeric_edges()
+DATETIME_EDGES = _datetime_edges()
+
+
+def grid_for(domain):
+    return DATETIME_EDGES if domain.sdtype == 'datetime' else NUMERIC_EDGES
+
+
+# ------------------------------------------------------------------------------ thresholds
+def numeric_threshold(noise_std, n_bins):
+    """Noisy count a grid bin needs: an empty bin anywhere on the grid clears it w.p. <= 1e-3."""
+    if noise_std == 0:
+        return 0.5  # no noise: a bin with one row
+    return noise_std * norm.isf(FALSE_BIN_RATE / n_bins)
+
+
+def null_threshold(noise_std):
+    return numeric_threshold(noise_std, 1)
+
+
+def single_row_release_probability(noise_std, threshold):
+    """P[count 1 + N(0, s^2) >= T]: how likely a value held by one row is released."""
+    if noise_std == 0:
+        return 1.0
+    return float(norm.sf((threshold - 1) / noise_std))
+
+
+def category_threshold(noise_std, delta_threshold, n_columns):
+    """Smallest T with n_columns * (P[N >= T - 1] + P[N >= T]) <= delta_threshold.
+
+    Per column, a replaced row can make one value disappear (count 1 -> 0) and one appear
+    (0 -> 1); the first term bounds releasing the one at count 1, the second the comparison
+    mechanism releasing the one at count 0 (union bound over the columns).
+    """
+    if noise_std == 0:
+        return 0.5
+    target = delta_threshold / n_columns
+
+    def excess(t):
+        return norm.sf((t - 1) / noise_std) + norm.sf(t / noise_std) - target
+
+    high = 1 + noise_std * (norm.isf(target / 2) + 1)
+    return float(brentq(excess, 1.0, high, xtol=1e-10 * max(1.0, high)))
+
+
+# ------------------------------------------------------------------------------- histogram
+def _codes(data, domain):
+    """Bin index of every row of a numeric column (0 = -inf end bin), null rows = -1."""
+    if domain.sdtype == 'datetime':
+        values = to_timestamps_ns(data, domain.name, domain.datetime_format)
+    else:
+        values = to_numbers(data, domain.name)
+    null = np.isnan(values)
+    codes = np.searchsorted(grid_for(domain), np.where(null, 0.0, values), side='right')
+    codes[null] = -1
+    return codes
+
+
+NULL = ('null',)
+
+
+def column_counts(data, domain):
+    """Exact counts of one column: ``[(key, count), ...]``. PRIVATE: only ever released noised.
+
+    Keys: ``('bin', i)`` for every bin of a numeric column's grid (all of them, data-independent),
+    ``('value', v)`` for each value present in a categorical column, and ``NULL``.
+    """
+    if domain.is_numeric:
+        codes = _codes(data, domain)
+        n_bins = len(grid_for(domain)) + 1
+        counts = np.bincount(codes[codes >= 0], minlength=n_bins)
+        out = [(('bin', i), int(c)) for i, c in enumerate(counts)]
+        return out + [(NULL, int((codes < 0).sum()))]
+    series = pd.Series(np.asarray(data, dtype=object))
+    present = series.value_counts(dropna=True, sort=False)
+    out = [(('value', v), int(c)) for v, c in present.items()]
+    return out + [(NULL, int(series.isna().sum()))]
+
+
+def count_vector(table, domains):
+    """``{(column, key): count}`` over all columns to discover; each row adds k ones."""
+    return {
+        (column, key): count
+        for column, domain in domains.items()
+        for key, count in column_counts(table[column], domain)
+    }
+
+
+def sensitivity(n_columns):
+    """L2 sensitivity of the concatenated histograms under replace-one adjacency."""
+    return math.sqrt(2 * n_columns)
+
+
+# -------------------------------------------------------------------------------- discovery
+@dataclass
+class Discovery:
+    """Public record of one discovery: DP outputs and the parameters that produced them."""
+
+    domains: dict
+    release: object  # the Release recorded in the accountant
+    reservation: object = None  # the DeltaReservation, if categories were discovered
+    summary: dict = field(default_factory=dict)
+
+    def replay(self, accountant):
+        """Record this release in a new accountant (a later fit reusing the same encoding)."""
+        if self.reservation is not None and accountant.private:
+            accountant.reserve_delta(
+                self.reservation.delta, self.reservation.name, self.reservation.description
+            )
+        accountant.record(self.release)
+
+
+# Move the inner bound to 0 when it is within this fraction of the outer bound (one-signed data).
+ZERO_SNAP = 0.25
+
+
+def _bounds_from_bins(cleared, edges, integer, snap_to_zero=True):
+    first, last = cleared[0], cleared[-1]
+    # bin i covers [edges[i-1], edges[i]); end bins are clipped at the outermost finite edge
+    low = edges[max(first - 1, 0)]
+    high = edges[min(last, len(edges) - 1)]
+    if high <= low:  # only an end bin cleared: widen to the adjacent grid bin
+        if first == 0:
+            high = edges[1]
+        else:
+            low = edges[-2]
+    # The grid is geometric, so a thin tail towards 0 spreads over many narrow bins that each
+    # stay under the threshold; for one-signed data, reaching 0 costs <= ZERO_SNAP of the range.
+    if snap_to_zero and 0 < low <= ZERO_SNAP * high:
+        low = 0.0
+    elif snap_to_zero and high < 0 and -high <= ZERO_SNAP * -low:
+        high = 0.0
+    if integer:
+        low, high = math.floor(low), math.ceil(high)
+    return float(low), float(high)
+
+
+def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
+    """Release the histograms of ``undeclared`` columns once and derive their domains.
+
+    ``undeclared`` maps columns to ColumnDomain holding their public facts. The release spends
+    ``budget_share`` of the unspent precision of ``ledger.accountant`` (and reserves
+    ``delta_share`` of delta when a categorical column is discovered). Returns a ``Discovery``;
+    raises DomainError (after the release) for a column where nothing could be released.
+    """
+    if not 0 < budget_share < 1:
+        raise ValueError(f'domain_budget_share must be in (0, 1), got {budget_share!r}')
+    accountant, mechanism = ledger.accountant, ledger.mechanism
+    columns = list(undeclared)
+    k = len(columns)
+    categorical = [c for c in columns if not undeclared[c].is_numeric]
+
+    reservation = None
+    if categorical and accountant.private:
+        accountant.reserve_delta(
+            delta_share * accountant.delta, 'category_threshold',
+            f'a value held by one row passes the release threshold in one of {categorical}',
+        )
+        reservation = accountant.reserved[-1]
+    sigma = accountant.calibrate({NAME: (1.0, 1)}, fraction=budget_share)[NAME]
+    delta_s = sensitivity(k)
+    noise_std = sigma * delta_s
+    t_null = float(null_threshold(noise_std))
+    t_cat = (category_threshold(noise_std, reservation.delta, len(categorical))
+             if reservation is not None else (0.5 if categorical else None))
+    t_num = {c: float(numeric_threshold(noise_std, len(grid_for(undeclared[c])) + 1))
+             for c in columns if undeclared[c].is_numeric}
+
+    keys, counts = [], []
+    for column in columns:
+        for key, count in column_counts(table[column], undeclared[column]):
+            keys.append((column, key))
+            counts.append(count)
+    public_dim = sum(len(grid_for(undeclared[c])) + 2 for c in t_num) + len(categorical)
+    epsilon_alone = (
+        math.inf if sigma == 0 else
+        _gaussian_epsilon(sigma, accountant.gaussian_delta)
+    )
+    details = {
+        'columns': columns,
+        'budget_share': budget_share,
+        'epsilon_alone': epsilon_alone,
+        'delta_alone': accountant.gaussian_delta + (reservation.delta if reservation else 0.0),
+        'noise_std_rows': noise_std,
+        'numeric_bin_threshold_rows': t_num,
+        'null_threshold_rows': t_null,
+        'category_threshold_rows': t_cat,
+        'single_row_release_probability': (
+            single_row_release_probability(noise_std, t_cat) if categorical else None
+        ),
+        'dimension_note': (
+            f'dimension counts the public grid and null bins; the histograms of {categorical} '
+            'also have one entry per distinct value present, a private number not reported'
+            if categorical else 'all bins are public'
+        ),
+    }
+    description = (
+        f'count histograms of {k} column(s) without a declared domain: public grids for '
+        'numerical/datetime, values present (thresholded) for categorical, a null bin each'
+    )
+    noisy = mechanism.release(
+        np.asarray(counts, dtype=float), name=NAME, description=description,
+        sensitivity=delta_s, noise_multiplier=sigma, dimension=public_dim, details=details,
+    ).numpy()
+    del counts  # exact counts are never kept
+
+    by_column = {c: [] for c in columns}
+    for (column, key), value in zip(keys, noisy):
+        by_column[column].append((key, value))
+    del keys, noisy
+
+    domains, failures, summary = {}, [], {}
+    for column in columns:
+        template = undeclared[column]
+        entries = by_column.pop(column)
+        null_count = next(v for key, v in entries if key == NULL)
+        dom = ColumnDomain(
+            name=column, sdtype=template.sdtype, integer=template.integer,
+            decimal_places=template.decimal_places, datetime_format=template.datetime_format,
+            nullable=template.nullable if template.nullable_declared else bool(null_count >= t_null),
+            nullable_declared=template.nullable_declared, discovered=True,
+        )
+        if dom.is_numeric:
+            cleared = [key[1] for key, v in entries if key != NULL and v >= t_num[column]]
+            if not cleared:
+                failures.append(
+                    f"  - '{column}': no bin of the public grid has a noisy count above "
+                    f'{t_num[column]:.0f} rows'
+                )
+                continue
+            dom.low, dom.high = _bounds_from_bins(
+                cleared, grid_for(dom), dom.integer, snap_to_zero=dom.sdtype == 'numerical'
+            )
+            summary[column] = (
+                f'[{_show(dom.low, dom)}, {_show(dom.high, dom)}]'
+                + (', nullable' if dom.nullable else '')
+            )
+        else:
+            released = [key[1] for key, v in entries if key != NULL and v >= t_cat]
+            if not released:
+                failures.append(
+                    f"  - '{column}': no value has a noisy count above {t_cat:.0f} rows"
+                )
+                continue
+            dom.categories = sorted(released, key=lambda v: (type(v).__name__, str(v)))
+            summary[column] = (
+                f'{len(released)} categories' + (', nullable' if dom.nullable else '')
+            )
+        domains[column] = dom
+    if failures:
+        raise DomainError(
+            'Private domain discovery released nothing usable for these columns (the noise '
+            f'std is {noise_std:.0f} rows with domain_budget_share={budget_share:g}):\n'
+            + '\n'.join(failures)
+            + '\nDeclare their domains (see docs/domains.md), or raise epsilon or '
+            'domain_budget_share. The discovery budget of this fit is spent.'
+        )
+    return Discovery(domains=domains, release=accountant.releases[-1], reservation=reservation,
+                     summary=summary)
+
+
+def _gaussian_epsilon(sigma, delta):
+    from sdv_dpkme.privacy._autodp import gaussian_epsilon
+
+    return gaussian_epsilon(sigma, delta)
+
+
+def _show(value, domain):
+    if domain.sdtype == 'datetime':
+        return str(pd.Timestamp(int(value)))
+    return f'{value:g}'
+
+
+def warn_discovered(discovery):
+    """Tell the curator which columns were discovered, at what cost, and what came out."""
+    d = discovery.release.details
+    lines = [f"  - '{column}': {text}" for column, text in discovery.summary.items()]
+    extra = ''
+    if d['category_threshold_rows'] is not None:
+        extra = (
+            f' A category is released only if about {d["category_threshold_rows"]:.0f} or more '
+            'rows hold it; rarer values go to the out-of-domain bucket.'
+        )
+    warnings.warn(
+        f'{len(d["columns"])} column(s) had no declared public domain and were discovered under '
+        f'differential privacy with domain_budget_share={d["budget_share"]:g} of the budget '
+        f'(that release alone: epsilon={d["epsilon_alone"]:.3g}, '
+        f'delta={d["delta_alone"]:.3g}):\n' + '\n'.join(lines) + '\n' + extra.strip()
+        + '\nDeclare these domains (docs/domains.md) to spend nothing on them.',
+        DomainDiscoveryWarning,
+        stacklevel=3,
+    )
+
+
+class DomainDiscoveryWarning(UserWarning):
+    """Some columns' domains are being estimated under DP (a share of the budget is spent)."""

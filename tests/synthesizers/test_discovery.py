@@ -1,0 +1,192 @@
+"""Private domain discovery through a synthesizer: warning, report, accounting, NaN, refits."""
+
+import inspect
+import json
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sdv.errors import SynthesizerInputError
+
+from sdv_dpkme import DPHPSynthesizer
+from sdv_dpkme.domain import DomainDiscoveryWarning, DomainError
+from sdv_dpkme.privacy._autodp import mechanism_zoo
+from tests.conftest import BOUNDS, CATEGORIES, FAST, make_metadata, make_table
+
+if 'domain_budget_share' in inspect.signature(DPHPSynthesizer.__init__).parameters:
+    Synth = DPHPSynthesizer
+else:  # until DP-HP passes the base class's discovery options through its signature
+    class Synth(DPHPSynthesizer):
+        def __init__(self, metadata, epsilon, domain=None, domain_budget_share=0.1, **kwargs):
+            super().__init__(metadata, epsilon, **kwargs)
+            self.domain = domain
+            self.domain_budget_share = domain_budget_share
+            self._domains, self._undeclared = self._resolve_domains()
+
+UNDECLARED = ['age', 'income', 'city', 'when', 'label']
+
+
+def build(**kwargs):
+    args = dict(epsilon=1.0, random_state=0, **FAST)
+    args.update(kwargs)
+    return Synth(make_metadata(), **args)
+
+
+@pytest.fixture(scope='module')
+def big_table():
+    return make_table(3000, seed=1)
+
+
+def _fit(synth, table):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
+        synth.fit({'t': table})
+    return [w for w in record if issubclass(w.category, DomainDiscoveryWarning)]
+
+
+def _recomputed_epsilon(report):
+    sigmas = report.to_frame()['noise_multiplier'].to_numpy()
+    sigma_eff = np.sum(sigmas ** -2.0) ** -0.5
+    return mechanism_zoo.ExactGaussianMechanism(sigma=sigma_eff).get_approxDP(report.gaussian_delta)
+
+
+def test_nothing_declared_discovers_everything_in_one_release(big_table):
+    synth = build(noise_seed=3)
+    discovered = _fit(synth, big_table)
+    assert len(discovered) == 1
+    message = str(discovered[0].message)
+    assert all(f"'{c}'" in message for c in UNDECLARED)
+    assert 'domain_budget_share=0.1' in message and "'flag'" not in message
+
+    report = synth.get_privacy_report()
+    frame = report.to_frame()
+    assert list(frame['name']).count('domain_discovery') == 1
+    row = frame.set_index('name').loc['domain_discovery']
+    assert row['sensitivity'] == pytest.approx(math.sqrt(2 * len(UNDECLARED)))
+    assert sorted(row['details']['columns']) == sorted(UNDECLARED)
+    # one accounting for every release, discovery included, recomputed with autodp
+    assert report.epsilon_spent == pytest.approx(_recomputed_epsilon(report), rel=1e-12)
+    assert 0.999 < report.epsilon_spent <= 1.0
+    assert report.reserved_delta[0].delta == pytest.approx(0.1 * report.delta)
+    assert report.gaussian_delta + report.reserved_delta[0].delta == pytest.approx(report.delta)
+    assert json.loads(report.to_json())['reserved_delta'][0]['name'] == 'category_threshold'
+    assert any('discovered under DP' in p for p in report.public_inputs)
+    assert synth.get_info()['discovered_columns'] == [c for c in synth._domains if c in UNDECLARED]
+
+    out = synth.sample(300)['t']
+    age = synth._domains['age']
+    assert out['age'].between(age.low, age.high).all()
+    assert set(out['city'].dropna()) <= set(synth._domains['city'].categories)
+    assert synth._domains['flag'].categories == [False, True]  # boolean: public, not discovered
+
+
+def test_everything_declared_spends_nothing_on_discovery(big_table):
+    synth = build(known_min_max_values=BOUNDS, known_categories=CATEGORIES)
+    assert not _fit(synth, big_table)
+    report = synth.get_privacy_report()
+    assert 'domain_discovery' not in set(report.to_frame()['name'])
+    assert not report.reserved_delta and report.gaussian_delta == report.delta
+    assert 'discovered_columns' not in synth.get_info()
+
+
+def test_declared_facts_are_never_reestimated(big_table):
+    synth = build(known_min_max_values={'age': (18, 90)}, known_categories={'label': ['no', 'yes']})
+    (warning,) = _fit(synth, big_table)
+    assert "'age'" not in str(warning.message) and "'label'" not in str(warning.message)
+    assert (synth._domains['age'].low, synth._domains['age'].high) == (18, 90)
+    assert not synth._domains['age'].discovered and synth._domains['city'].discovered
+    release = synth.get_privacy_report().to_frame().set_index('name').loc['domain_discovery']
+    assert sorted(release['details']['columns']) == ['city', 'income', 'when']
+    assert release['sensitivity'] == pytest.approx(math.sqrt(6))
+    assert synth._domains['income'].nullable  # declared through FAST's nullable_columns
+
+
+def test_discovery_off_restores_the_clear_error(big_table):
+    with pytest.raises(SynthesizerInputError) as err:
+        build(domain_budget_share=0)
+    assert isinstance(err.value, DomainError)
+    message = str(err.value)
+    assert all(f"'{c}'" in message for c in UNDECLARED) and 'domain_budget_share' in message
+    assert 'known_min_max_values' in message and 'never' in message
+    # an attribute set after construction takes effect at fit
+    synth = build()
+    synth.domain_budget_share = 0.0
+    with pytest.raises(SynthesizerInputError, match='domain_budget_share=0'):
+        synth.fit({'t': big_table})
+
+
+@pytest.mark.parametrize('share', [-0.1, 1.0, 'a lot', True])
+def test_bad_budget_share(share):
+    with pytest.raises(SynthesizerInputError, match='domain_budget_share'):
+        build(domain_budget_share=share)
+
+
+def test_missing_values_in_discovered_columns_never_crash():
+    table = make_table(3000, seed=2)
+    table.loc[:4, 'age'] = np.nan  # too few to clear the null threshold: absorbed
+    table.loc[:1199, 'city'] = None  # 40%: discovered as nullable
+    synth = build(epsilon=5.0, nullable_columns=None, noise_seed=0)
+    _fit(synth, table)
+    assert not synth._domains['age'].nullable and synth._domains['city'].nullable
+    assert synth._domains['income'].nullable  # 10% missing in make_table, discovered
+    out = synth.sample(400)['t']
+    assert out['age'].notna().all() and out['city'].isna().any()
+
+
+def test_refit_through_fit_processed_data_accounts_the_discovery_again(big_table):
+    synth = build()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        processed = synth.preprocess({'t': big_table})
+        synth.fit_processed_data(processed)
+        first = synth.get_privacy_report()
+        synth.fit_processed_data(processed)  # same discovered encoding, a new ledger
+    second = synth.get_privacy_report()
+    for report in (first, second):
+        assert 'domain_discovery' in set(report.to_frame()['name'])
+        assert report.epsilon_spent == pytest.approx(_recomputed_epsilon(report), rel=1e-12)
+        assert report.epsilon_spent <= 1.0 and report.reserved_delta
+
+
+def test_singleton_values_do_not_leave_through_discovery(tmp_path):
+    table = make_table(3000, seed=3)
+    table.loc[7, 'city'] = 'Atlantis9931'
+    table.loc[8, 'label'] = 'CANARY-LABEL-5521'
+    synth = build(target_column='label')
+    _fit(synth, table)
+    blob = pickle.dumps(synth)
+    synth.save(tmp_path / 's.pkl')
+    blob += (tmp_path / 's.pkl').read_bytes()
+    blob += synth.get_privacy_report().to_json().encode()
+    for token in (b'Atlantis9931', b'CANARY-LABEL-5521'):
+        assert token not in blob
+    out = synth.sample(300)['t']
+    assert not {'Atlantis9931', 'CANARY-LABEL-5521'} & set(out.astype(str).to_numpy().ravel())
+
+
+def test_domain_spec_through_the_synthesizer(big_table, tmp_path):
+    spec = {'columns': {
+        'age': {'min_value': 18, 'max_value': 90},
+        'income': {'min_value': 0, 'max_value': 200_000, 'nullable': True},
+        'when': {'start_timestamp': '2020-01-01', 'end_timestamp': '2021-12-31'},
+        'city': {'category_values': CATEGORIES['city']},
+        'label': {'category_values': CATEGORIES['label']},
+    }}
+    path = tmp_path / 'domain.json'
+    path.write_text(json.dumps(spec))
+    synth = build(domain=str(path), nullable_columns=None)
+    assert not _fit(synth, big_table)
+    assert 'domain_discovery' not in set(synth.get_privacy_report().to_frame()['name'])
+    assert synth.get_parameters()['domain'] == str(path)
+    assert synth._domains['income'].nullable
+
+
+def test_non_private_reference_discovers_without_noise(big_table):
+    synth = build(epsilon=math.inf)
+    _fit(synth, big_table)
+    assert synth._domains['city'].categories == ['Lima', 'Oslo', 'Rome']
+    report = synth.get_privacy_report()
+    assert report.epsilon_spent == math.inf and not report.reserved_delta
