@@ -60,9 +60,8 @@ def run_task(task):
     kwargs = dict(known_min_max_values=domain['known_min_max_values'],
                   known_categories=domain['known_categories']) if declared else {}
     synth = DPHPSynthesizer(metadata, epsilon=EPSILON, delta=DELTA, target_column=TARGET,
-                            random_state=task['seed'], verbose=False, **kwargs,
-                            **task['model_kwargs'])
-    synth.domain_budget_share = task['share']  # until DP-HP takes it in its signature
+                            random_state=task['seed'], verbose=False,
+                            domain_budget_share=task['share'], **kwargs, **task['model_kwargs'])
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always', DomainDiscoveryWarning)
@@ -110,8 +109,9 @@ def write_markdown(frame, path, args, elapsed):
     lines = ['# Private domain discovery on UCI Adult (DP-HP, ε = 1)'
              + (' — QUICK SMOKE RUN (not a result)' if args.quick else ''), '']
     lines.append(f'Generated {_dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} by '
-                 f'`python benchmarks/adult_discovery.py{" " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""}` '
-                 f'in {elapsed / 60:.1f} min.')
+                 f'`python benchmarks/adult_discovery.py{" " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""}`'
+                 + (f' in {elapsed / 60:.1f} min.' if elapsed else ' from the CSV of earlier runs.')
+                 + ' CPU: 2 cores shared with other work (fit times are indicative only).')
     lines += ['', '## Protocol', '',
               f'- Full Adult, seeded 80/20 split (train {int(ok["n_train"].max()) if len(ok) else "?"} rows); '
               f'`DPHPSynthesizer(epsilon={EPSILON:g}, delta={DELTA:g}, target_column="income", '
@@ -155,7 +155,8 @@ def write_markdown(frame, path, args, elapsed):
             continue
         lines.append(f'| {row["arm"]} | {row["seed"]} | {row["tstr_roc_auc"]:.3f} | '
                      f'{row["tstr_pr_auc"]:.3f} | {row["quality"]:.3f} | {row["fit_s"]:.0f} | '
-                     f'{row["epsilon_spent"]:.4g} | {row["discovered"] or "(all declared)"} |')
+                     f'{row["epsilon_spent"]:.4g} | '
+                     f'{row["discovered"] if isinstance(row["discovered"], str) and row["discovered"] else "(all declared)"} |')
     lines.append('')
     Path(path).write_text('\n'.join(lines), encoding='utf-8')
 
@@ -168,6 +169,8 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='10,000 train rows, 50 steps, seed 0, 2 classifiers')
     parser.add_argument('--resume', action='store_true',
                         help='keep the successful runs of an earlier CSV, redo the rest')
+    parser.add_argument('--report-only', action='store_true',
+                        help='rewrite the markdown from the existing CSV, run nothing')
     args = parser.parse_args(argv)
     args.seed_list = [0] if args.quick else [int(s) for s in args.seeds.split(',') if s.strip()]
     args.model_kwargs = {'steps': QUICK['steps']} if args.quick else {}
@@ -180,6 +183,11 @@ def main(argv=None):
                   classifiers=QUICK['classifiers'] if args.quick else None)
              for seed in args.seed_list for arm in ARMS]
     started, rows = time.perf_counter(), []
+    if args.report_only:
+        frame = pd.read_csv(out / f'{stem}.csv')
+        frame = frame.astype({'seed': int}).sort_values(['seed', 'arm'], kind='stable')
+        write_markdown(frame.reset_index(drop=True), out / f'{stem}.md', args, 0.0)
+        return 0
     if args.resume and (out / f'{stem}.csv').exists():
         earlier = pd.read_csv(out / f'{stem}.csv')
         earlier = earlier.loc[earlier['error'].isna()]
