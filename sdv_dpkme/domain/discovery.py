@@ -208,6 +208,9 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
     """
     if not 0 < budget_share < 1:
         raise ValueError(f'domain_budget_share must be in (0, 1), got {budget_share!r}')
+    for dom in undeclared.values():  # checked before anything is spent
+        if getattr(dom, 'scale', None) == 'log' and dom.sdtype != 'numerical':
+            raise DomainError(f"Column '{dom.name}': a log scale needs a numerical column.")
     accountant, mechanism = ledger.accountant, ledger.mechanism
     columns = list(undeclared)
     k = len(columns)
@@ -294,6 +297,11 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
             dom.low, dom.high = _bounds_from_bins(
                 cleared, grid_for(dom), dom.integer, snap_to_zero=dom.sdtype == 'numerical'
             )
+            dom.scale = getattr(template, 'scale', None)
+            if dom.scale == 'log' and dom.low < 0:
+                dom.low = 0.0  # a declared log scale declares values >= 0; below is clipped
+                if dom.high <= 0:
+                    dom.high = 1.0
             summary[column] = (
                 f'[{_show(dom.low, dom)}, {_show(dom.high, dom)}]'
                 + (', nullable' if dom.nullable else '')

@@ -242,3 +242,16 @@ def test_datetime_bounds_on_the_public_time_grid():
 def test_budget_share_is_validated():
     with pytest.raises(ValueError):
         discover(_singleton_table(), {'x': num('x')}, ledger(), 1.0)
+
+
+def test_declared_log_scale_is_kept_on_discovered_bounds():
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({'gain': np.concatenate([np.zeros(3000), rng.lognormal(8, 1, 3000)]),
+                          'shifted': rng.normal(5, 20, 6000)})
+    undeclared = {'gain': num('gain', scale='log'), 'shifted': num('shifted', scale='log')}
+    domains = discover(table, undeclared, ledger(epsilon=2.0, seed=0), 0.5).domains
+    assert domains['gain'].scale == 'log' and domains['gain'].low == 0
+    assert domains['shifted'].low == 0 and domains['shifted'].high > 0
+    with pytest.raises(DomainError, match='log scale'):
+        discover(table, {'t': ColumnDomain(name='t', sdtype='datetime', scale='log')}, ledger(),
+                 0.5)

@@ -1,6 +1,5 @@
 """Private domain discovery through a synthesizer: warning, report, accounting, NaN, refits."""
 
-import inspect
 import json
 import math
 import pickle
@@ -16,15 +15,7 @@ from sdv_dpkme.domain import DomainDiscoveryWarning, DomainError
 from sdv_dpkme.privacy._autodp import mechanism_zoo
 from tests.conftest import BOUNDS, CATEGORIES, FAST, make_metadata, make_table
 
-if 'domain_budget_share' in inspect.signature(DPHPSynthesizer.__init__).parameters:
-    Synth = DPHPSynthesizer
-else:  # until DP-HP passes the base class's discovery options through its signature
-    class Synth(DPHPSynthesizer):
-        def __init__(self, metadata, epsilon, domain=None, domain_budget_share=0.1, **kwargs):
-            super().__init__(metadata, epsilon, **kwargs)
-            self.domain = domain
-            self.domain_budget_share = domain_budget_share
-            self._domains, self._undeclared = self._resolve_domains()
+Synth = DPHPSynthesizer
 
 UNDECLARED = ['age', 'income', 'city', 'when', 'label']
 
