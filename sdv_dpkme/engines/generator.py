@@ -53,6 +53,11 @@ class TabularGenerator(nn.Module):
         self.register_buffer('_inverse', torch.argsort(self._perm), persistent=False)
         self._group_sizes = [len(self._sigmoid_cols)] + [len(g) for g in self._softmax_groups]
 
+    def _numeric_noise(self, rows, generator, device):
+        if self.numeric_noise <= 0:
+            return None
+        return torch.randn(rows, len(self._sigmoid_cols), generator=generator).to(device)
+
     def forward(self, z, y_onehot, noise=None):
         """``noise`` (standard normal, one column per numeric head) is scaled by
         ``numeric_noise`` and added to the numeric values, reflected into [0, 1]. The kernels do
@@ -73,9 +78,9 @@ class TabularGenerator(nn.Module):
         device = next(self.parameters()).device
         labels = torch.as_tensor(labels, dtype=torch.long)
         z = torch.randn(len(labels), self.latent_dim, generator=generator)
-        noise = torch.randn(len(labels), len(self._sigmoid_cols), generator=generator)
+        noise = self._numeric_noise(len(labels), generator, device)
         y = nn.functional.one_hot(labels, self.n_classes).float()
-        soft = self.forward(z.to(device), y.to(device), noise.to(device)).cpu().double()
+        soft = self.forward(z.to(device), y.to(device), noise).cpu().double()
         out = soft.clone()
         for b in self.blocks:
             if b.nullable:
@@ -133,8 +138,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     bar = tqdm(range(steps), desc='Training generator', disable=not verbose)
     for step in bar:
         z = torch.randn(len(labels), generator.latent_dim, generator=torch_generator).to(device)
-        noise = torch.randn(len(labels), len(generator._sigmoid_cols), generator=torch_generator)
-        rows = generator(z, y, noise.to(device))
+        rows = generator(z, y, generator._numeric_noise(len(labels), torch_generator, device))
         total = 0.0
         record = {'Step': step}
         for objective, target in zip(objectives, fixed):

@@ -60,6 +60,15 @@ def project_unit_ball(features):
     return features / norms.clamp(min=1.0)
 
 
+def dense_class_sums(feature_map, x, y, project=True):
+    """sum_i y_i (outer) phi(x_i): (C, dim), for maps that materialise phi(x). ``project`` maps
+    each phi(x_i) into the unit ball (the private pass relies on it for the 2/n bound)."""
+    feats = feature_map(x)
+    if project:
+        feats = project_unit_ball(feats)
+    return y.T @ feats
+
+
 class BlockFeatureMap:
     """Shared part of the sum and product maps: per-block features psi_b."""
 
@@ -93,12 +102,7 @@ class BlockFeatureMap:
     def _block_dim(self, block):
         return _block_dim(block, self.order)
 
-    def class_sums(self, x, y, project=True):
-        """sum_i y_i (outer) phi(x_i): (C, dim). ``project`` maps each phi(x_i) into the unit ball."""
-        feats = self(x)
-        if project:
-            feats = project_unit_ball(feats)
-        return y.T @ feats
+    class_sums = dense_class_sums
 
 
 class SumKernelMap(BlockFeatureMap):

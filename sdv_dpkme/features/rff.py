@@ -30,7 +30,7 @@ import numbers
 
 import torch
 
-from sdv_dpkme.features.blocks import project_unit_ball
+from sdv_dpkme.features.blocks import dense_class_sums
 
 
 class FourierKernelMap:
@@ -109,12 +109,7 @@ class FourierKernelMap:
                 parts.append(torch.cat([z, 1 - z], dim=1) * scale)
         return torch.cat(parts, dim=1)
 
-    def class_sums(self, x, y, project=True):
-        """sum_i y_i (outer) phi(x_i): (C, dim). ``project`` maps each phi(x_i) into the unit ball."""
-        feats = self(x)
-        if project:
-            feats = project_unit_ball(feats)
-        return y.T @ feats
+    class_sums = dense_class_sums
 
     def describe(self):
         p = len(self._value_columns)

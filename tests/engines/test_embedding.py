@@ -57,3 +57,22 @@ def test_class_proportions_sensitivity_is_sqrt2_over_n():
             worst = max(worst, np.linalg.norm(class_proportions(other, 3) - base))
     assert base.sum() == pytest.approx(1)
     assert worst == pytest.approx(np.sqrt(2) / n, rel=1e-12)
+
+
+def test_numeric_noise_keeps_values_in_the_unit_box_and_only_moves_numeric_heads():
+    from sdv_dpkme.engines import TabularGenerator
+    from sdv_dpkme.features import Block
+
+    blocks = [Block('a', 'numeric', (0,)), Block('c', 'categorical', (1, 2, 3))]
+    torch.manual_seed(0)
+    plain = TabularGenerator(blocks, 4, 1, latent_dim=4, hidden=(8,))
+    noisy = TabularGenerator(blocks, 4, 1, latent_dim=4, hidden=(8,), numeric_noise=0.5)
+    noisy.load_state_dict(plain.state_dict())
+    z, y = torch.randn(500, 4), torch.ones(500, 1)
+    g = torch.Generator().manual_seed(1)
+    a = plain(z, y, plain._numeric_noise(500, g, 'cpu'))
+    b = noisy(z, y, noisy._numeric_noise(500, g, 'cpu'))
+    assert plain._numeric_noise(3, g, 'cpu') is None
+    assert b[:, 0].min() >= 0 and b[:, 0].max() <= 1  # reflected into the box
+    assert (a[:, 0] - b[:, 0]).abs().mean() > 0.1
+    assert torch.equal(a[:, 1:], b[:, 1:])
