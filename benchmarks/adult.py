@@ -698,7 +698,10 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
     lines.append(f'Generated {machine["date"]} by `{machine["command"]}`; '
                  f'this invocation took {elapsed / 60:.1f} min '
                  f'(estimated beforehand: {estimate_s / 60:.0f} min'
-                 + (', resumed runs not counted' if args.resume else '') + ').')
+                 + (', resumed runs not counted' if args.resume else '') + ').'
+                 + (' Report rebuilt from the CSV: the runs were made by earlier invocations '
+                    '(`--resume`); per-run torch threads are in the CSV.'
+                    if args.report_only else ''))
     lines.append('')
     lines.append('## Machine')
     lines.append('')
@@ -737,6 +740,8 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
         f'epsilon=ε, delta={DELTA:g}, known_min_max_values=…, known_categories=… (the public '
         'Adult domain `adult_domain.json`), target_column="income", random_state=seed)`, '
         f'model kwargs {mk.get("dphp") or "default"} / {mk.get("dpmerf") or "default"}. '
+        'The defaults include the fine-scale `marginals` release (`marginal_length_scale=0.02`) '
+        'and the unbiased training loss (docs/privacy.md). '
         'ε = ∞ (*non-private*) is the same model without noise.',
         '- **GaussianCopula / CTGAN** (SDV 2.0, *non-DP* references): SDV defaults on the '
         'hand-written public metadata; CTGAN '
@@ -975,6 +980,9 @@ def parse_args(argv=None):
                         help='python of the smartnoise venv')
     parser.add_argument('--smartnoise-timeout', type=int, default=SMARTNOISE_TIMEOUT_S,
                         help='seconds before an MST/AIM subprocess is killed')
+    parser.add_argument('--report-only', action='store_true',
+                        help='run nothing: rebuild the markdown and plots from the CSV in --out '
+                             '(e.g. after runs from several --resume invocations were merged)')
     parser.add_argument('--dry-run', action='store_true',
                         help='print the planned runs and the runtime estimate, run nothing')
     parser.add_argument('--quick', action='store_true',
@@ -1040,7 +1048,10 @@ def main(argv=None):
 
     tasks = build_tasks(args, available)
     rows, tstr_rows, previous = [], [], None
-    if args.resume and paths['csv'].exists():
+    if args.report_only and not paths['csv'].exists():
+        print(f'--report-only: no {paths["csv"]} to report on')
+        return 1
+    if (args.resume or args.report_only) and paths['csv'].exists():
         previous = pd.read_csv(paths['csv'])
         if 'error' not in previous:
             previous['error'] = np.nan
@@ -1057,6 +1068,8 @@ def main(argv=None):
         print(f'--resume: {len(previous)} successful run(s) kept from {paths["csv"]}, '
               f'{before - len(tasks)} planned run(s) skipped', flush=True)
 
+    if args.report_only:
+        tasks = []
     estimate_s = estimate_seconds(tasks, previous)
     print(f'{len(tasks)} run(s) to do -> {out}/{stem}.*; estimated {estimate_s / 60:.0f} min '
           f'(~{estimate_s / 3600:.1f} h) on a 2-core CPU machine', flush=True)

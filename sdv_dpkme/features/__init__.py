@@ -8,11 +8,13 @@ from sdv_dpkme.features.blocks import (
     project_unit_ball,
 )
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
+from sdv_dpkme.features.marginal import FourierMarginalMap
 from sdv_dpkme.features.rff import FourierKernelMap
 
 __all__ = [
     'Block',
     'FourierKernelMap',
+    'FourierMarginalMap',
     'ProductKernelMap',
     'SumKernelMap',
     'draw_product_subsets',

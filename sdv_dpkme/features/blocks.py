@@ -69,6 +69,13 @@ def dense_class_sums(feature_map, x, y, project=True):
     return y.T @ feats
 
 
+def dense_class_moments(feature_map, x, y):
+    """(sum_i y_i phi(x_i), sum_i y_i ||phi(x_i)||^2): class sums and summed squared norms, for the
+    unbiased training loss (no projection: generated rows)."""
+    feats = feature_map(x)
+    return y.T @ feats, y.T @ (feats * feats).sum(1)
+
+
 class BlockFeatureMap:
     """Shared part of the sum and product maps: per-block features psi_b."""
 
@@ -103,6 +110,7 @@ class BlockFeatureMap:
         return _block_dim(block, self.order)
 
     class_sums = dense_class_sums
+    class_moments = dense_class_moments
 
 
 class SumKernelMap(BlockFeatureMap):
@@ -145,6 +153,12 @@ class ProductKernelMap(BlockFeatureMap):
             y = y / norm.clamp(min=1.0)[:, None]
         left = _outer(y, feats[:-1])  # (n, C * prod of all but the last block)
         return (left.T @ feats[-1]).reshape(y.shape[1], -1)
+
+    def class_moments(self, x, y):
+        feats = self.block_features(x)
+        sq = torch.stack([(f * f).sum(1) for f in feats]).prod(0)  # ||outer||^2 = prod ||f_b||^2
+        left = _outer(y, feats[:-1])
+        return (left.T @ feats[-1]).reshape(y.shape[1], -1), y.T @ sq
 
     def describe(self):
         names = ', '.join(b.name for b in self.blocks)

@@ -30,7 +30,7 @@ import numbers
 
 import torch
 
-from sdv_dpkme.features.blocks import dense_class_sums
+from sdv_dpkme.features.blocks import dense_class_moments, dense_class_sums
 
 
 class FourierKernelMap:
@@ -110,6 +110,7 @@ class FourierKernelMap:
         return torch.cat(parts, dim=1)
 
     class_sums = dense_class_sums
+    class_moments = dense_class_moments
 
     def describe(self):
         p = len(self._value_columns)

@@ -43,7 +43,7 @@ from sdv_dpkme.engines import (
     resolve_device,
     train_generator,
 )
-from sdv_dpkme.features import Block
+from sdv_dpkme.features import Block, FourierMarginalMap
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant, validate_budget
 from sdv_dpkme.synthesizers.model import KMEModel
 
@@ -104,12 +104,17 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         device: 'auto' (CUDA when available), 'cpu' or 'cuda'.
         verbose: progress bars.
         noise_seed: TEST ONLY. Fixes the privacy noise, which voids the guarantee (reported).
+        marginal_length_scale: length (on the [0, 1] scale of the public bounds) of the extra
+            per-numeric-column kernel released as 'marginals' (``FourierMarginalMap``), so that
+            column shapes finer than the method's own kernel are matched; None leaves it out
+            (the papers' release plans). marginal_weight: its weight in the training loss.
     """
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, locales=('en_US',), random_state=None, device='auto', verbose=True,
-                 noise_seed=None, domain=None, domain_budget_share=0.1):
+                 noise_seed=None, domain=None, domain_budget_share=0.1,
+                 marginal_length_scale=0.02, marginal_weight=1.0):
         try:
             validate_budget(epsilon, delta)
         except ValueError as err:
@@ -143,6 +148,23 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         self.noise_seed = noise_seed
         self.domain = copy.deepcopy(domain)
         self.domain_budget_share = domain_budget_share
+        def number(value):
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+        if marginal_length_scale is not None and not (
+            number(marginal_length_scale) and 0 < marginal_length_scale <= 1
+        ):
+            raise SynthesizerInputError(
+                f'marginal_length_scale must be None (off) or in (0, 1], got '
+                f'{marginal_length_scale!r}.'
+            )
+        if not (number(marginal_weight) and 0 < marginal_weight < float('inf')):
+            raise SynthesizerInputError(
+                f'marginal_weight must be a number > 0, got {marginal_weight!r} (to leave the '
+                'marginal term out, and not spend budget on it, use marginal_length_scale=None).'
+            )
+        self.marginal_length_scale = marginal_length_scale
+        self.marginal_weight = marginal_weight
         self._privacy_report = None
         self._ledger = None
         self._discovery = None
@@ -394,8 +416,15 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         raise NotImplementedError
 
     def _default_budget_shares(self):
-        """Default precision share per release group (incl. 'class_proportions')."""
+        """Default precision share per release group (incl. 'class_proportions', 'marginals')."""
         raise NotImplementedError
+
+    def _marginal_terms(self, blocks):
+        """The fine-scale marginal term shared by all methods (off with marginal_length_scale=None)."""
+        if not self.marginal_length_scale or not any(b.kind == 'numeric' for b in blocks):
+            return []
+        fmap = FourierMarginalMap(blocks, self.marginal_length_scale)
+        return [KernelTerm('marginals', 'Marginals', fmap, weight=self.marginal_weight)]
 
     def _release_plan(self, terms, has_target):
         shares = dict(self._default_budget_shares())
@@ -421,19 +450,24 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         term, the joint embedding (1/n) sum_i phi(x_i) y_i^T (sensitivity 2/n, ||phi|| <= 1). The
         generator is then trained against these fixed releases; private rows are not touched again.
         """
-        n = len(x)
         model_rng = self._torch_generator()
         n_classes = 1 if target is None else target.width
-        terms = self._kernel_terms(blocks, model_rng)
+        terms = self._kernel_terms(blocks, model_rng) + self._marginal_terms(blocks)
         sigmas = ledger.accountant.calibrate(self._release_plan(terms, target is not None))
-
-        # The single pass over the private rows.
-        embeddings = class_mean_embeddings(
-            x, labels, n_classes, [t.feature_map for t in terms], verbose=self.verbose
-        )
-        del x
         weights, divisor = self._release_class_weights(
             labels, target, ledger, sigmas.get('class_proportions')
+        )
+        objectives = self._release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger)
+        del x
+        return self._train(blocks, columns, target, weights, objectives, model_rng, ledger, terms)
+
+    def _release_terms(self, x, labels, n_classes, terms, sigmas, divisor, ledger):
+        """One pass over the private rows, one Gaussian release per term -> objectives."""
+        if not terms:
+            return []
+        n = len(x)
+        embeddings = class_mean_embeddings(
+            x, labels, n_classes, [t.feature_map for t in terms], verbose=self.verbose
         )
         objectives = []
         for term, embedding in zip(terms, embeddings):
@@ -446,8 +480,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
                 noisy / divisor,  # joint -> class-conditional means (post-processing)
                 weight=term.weight, first_step=term.first_step, last_step=term.last_step,
             ))
-        del embeddings
-        return self._train(blocks, columns, target, weights, objectives, model_rng, ledger, terms)
+        return objectives
 
     def _release_class_weights(self, labels, target, ledger, noise_multiplier):
         """Released class proportions -> (sampling weights, divisor of joint embeddings).

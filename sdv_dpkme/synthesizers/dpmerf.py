@@ -4,7 +4,9 @@ Release plan (Gaussian, one accountant):
   1. class proportions (only with a target), L2 sensitivity sqrt(2)/n, clipped and renormalised;
   2. the joint embedding (1/n) sum_i phi(x_i) y_i^T once (the paper's single release), sensitivity
      2/n because ||phi|| <= 1 (``FourierKernelMap``). Dividing it by the released proportions gives
-     the class-weighted embedding of the paper (post-processing).
+     the class-weighted embedding of the paper (post-processing);
+  3. 'marginals' (unless ``marginal_length_scale=None``): fine-scale per-column Fourier-series
+     features of the numeric columns, sensitivity 2/n (also a single release in minibatch mode).
 The generator is trained against these fixed releases; private rows are not touched again.
 
 Minibatch mode (``releases='minibatch'``): every training step releases the joint embedding of a
@@ -30,7 +32,8 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         n_features: number D of random Fourier features (even; D/2 frequencies).
         length_scale: public length scale of the Gaussian kernel over the numeric columns, on the
             [0, 1] scale of their public bounds (a hyperparameter, never a median heuristic).
-        budget_shares: shares of the privacy precision for 'class_proportions' and 'embedding'.
+        budget_shares: shares of the privacy precision for 'class_proportions', 'embedding' and
+            'marginals' (in minibatch mode the subsampled releases take what the others leave).
         releases: 'single' (one release, the paper's main mode) or 'minibatch' (one subsampled
             release per step, see the module docstring); minibatch_size: rows per step then.
         steps, batch_size, learning_rate, latent_dim, generator_dims: generator training.
@@ -44,7 +47,8 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
                  releases='single', minibatch_size=2000, steps=500, batch_size=1024,
                  learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
-                 noise_seed=None, domain=None, domain_budget_share=0.1):
+                 noise_seed=None, domain=None, domain_budget_share=0.1,
+                 marginal_length_scale=0.02, marginal_weight=1.0):
         if releases not in ('single', 'minibatch'):
             raise SynthesizerInputError(
                 f"releases must be 'single' or 'minibatch', got {releases!r}."
@@ -52,7 +56,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         self._init_model(locals())
 
     def _default_budget_shares(self):
-        return {'class_proportions': 0.01, 'embedding': 0.99}
+        return {'class_proportions': 0.01, 'embedding': 0.84, 'marginals': 0.15}
 
     def _kernel_terms(self, blocks, generator):
         fmap = FourierKernelMap(blocks, self.n_features, self.length_scale, generator=generator)
@@ -71,13 +75,22 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         model_rng = self._torch_generator()
         n_classes = 1 if target is None else target.width
         (term,) = self._kernel_terms(blocks, model_rng)
+        extra = self._marginal_terms(blocks)
         accountant = ledger.accountant
-        sigma_w = None
-        if target is not None:
-            plan = self._release_plan([], has_target=True)
-            share = self._release_plan([term], has_target=True)['class_proportions'][0]
-            sigma_w = accountant.calibrate(plan, fraction=share)['class_proportions']
-        weights, divisor = self._release_class_weights(labels, target, ledger, sigma_w)
+        # The plain releases (proportions, marginals) take their shares of the budget first; the
+        # subsampled RFF releases are then calibrated to spend exactly the rest.
+        plain = self._release_plan([term] + extra, has_target=target is not None)
+        del plain[term.group]
+        sigmas = {}
+        if plain:
+            fraction = sum(share for share, _ in plain.values())
+            sigmas = accountant.calibrate(
+                {k: (share / fraction, c) for k, (share, c) in plain.items()}, fraction=fraction
+            )
+        weights, divisor = self._release_class_weights(
+            labels, target, ledger, sigmas.get('class_proportions')
+        )
+        objectives = self._release_terms(x, labels, n_classes, extra, sigmas, divisor, ledger)
         mechanism = SubsampledGaussianMechanism(
             accountant, ledger.noise, name='embedding_minibatch',
             description=term.feature_map.describe() + f', {batch} of {n} rows per step',
@@ -92,8 +105,9 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
             joint = term.feature_map.class_sums(x[idx], y, project=True) / batch
             return mechanism.release(joint) / divisor
 
-        objective = Objective(term.label, term.feature_map, batch_target)
-        return self._train(blocks, columns, target, weights, [objective], model_rng, ledger, [term])
+        objectives.insert(0, Objective(term.label, term.feature_map, batch_target))
+        return self._train(blocks, columns, target, weights, objectives, model_rng, ledger,
+                           [term, *extra])
 
     def _report_notes(self, terms):
         return ['Random Fourier frequencies drawn with the model RNG (data-independent); length '

@@ -227,10 +227,31 @@ def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
     (dict(known_categories={'label': ['no', 'yes']}, domain_budget_share=0), "'city'"),
     (dict(target_column='nope'), 'target_column'),
     (dict(target_column='age'), 'target_column'),
+    (dict(marginal_length_scale=0), 'marginal_length_scale'),
+    (dict(marginal_length_scale=2.0), 'marginal_length_scale'),
+    (dict(marginal_length_scale='0.02'), 'marginal_length_scale'),
+    (dict(marginal_length_scale=True), 'marginal_length_scale'),
+    (dict(marginal_weight=-1), 'marginal_weight'),
+    (dict(marginal_weight=0), 'marginal_length_scale=None'),
 ])
 def test_bad_arguments_get_clear_errors(cls, kwargs, match):
     with pytest.raises(SynthesizerInputError, match=match):
         build(cls, **kwargs)
+
+
+def test_marginal_term_is_one_reported_release_and_can_be_turned_off(cls, table):
+    synth = build(cls, target_column='label')
+    synth.fit({'t': table})
+    rows = synth.get_privacy_report().to_frame().set_index('name')
+    assert rows.loc['marginals', 'count'] == 1
+    assert rows.loc['marginals', 'sensitivity'] == pytest.approx(2 / len(table))
+    assert 'Marginals loss' in synth.get_loss_values()
+    off = build(cls, target_column='label', marginal_length_scale=None)
+    off.fit({'t': table})
+    report = off.get_privacy_report()
+    assert 'marginals' not in set(report.to_frame()['name'])
+    assert 'Marginals loss' not in off.get_loss_values()
+    assert 0.999 < report.epsilon_spent <= 1.0  # the other releases take the whole budget
 
 
 def test_missing_domain_error_says_how_to_declare(cls):

@@ -24,6 +24,8 @@ def test_minibatch_mode_accounts_every_step(table):
     rows = report.to_frame().set_index('name')
     assert rows.loc['embedding_minibatch', 'count'] == FAST_MERF['steps']
     assert rows.loc['embedding_minibatch', 'sampling_probability'] == pytest.approx(40 / len(table))
+    assert rows.loc['marginals', 'count'] == 1  # the marginal term is released once, in full
+    assert rows.loc['marginals', 'sampling'] == 'none'
     assert 0.98 < report.epsilon_spent <= 1.0
     assert 'without replacement' in report.accountant
     assert len(synth.sample(20)['t']) == 20
