@@ -241,6 +241,18 @@ def _resolve_device(device):
     return device
 
 
+def _timed_fit_sample(synthesizer, train, row):
+    """Fit on the train split, sample as many rows; record fit/sample wall time and peak RSS."""
+    start = time.perf_counter()
+    synthesizer.fit({TABLE: train})
+    row['fit_s'] = time.perf_counter() - start
+    start = time.perf_counter()
+    table = synthesizer.sample(len(train))[TABLE]
+    row['sample_s'] = time.perf_counter() - start
+    row['peak_mb'] = _vm_hwm_mb()  # imports + data + fit + sample
+    return table
+
+
 def _fit_dpkme(task, train, metadata, domain, row):
     import sdv_dpkme
 
@@ -263,13 +275,7 @@ def _fit_dpkme(task, train, metadata, domain, row):
     if dropped:
         row['note'] = f'ignored model kwargs {dropped}'
     synthesizer = cls(metadata, **kwargs, **extra)
-    start = time.perf_counter()
-    synthesizer.fit({TABLE: train})
-    row['fit_s'] = time.perf_counter() - start
-    start = time.perf_counter()
-    table = synthesizer.sample(len(train))[TABLE]
-    row['sample_s'] = time.perf_counter() - start
-    row['peak_mb'] = _vm_hwm_mb()  # imports + data + fit + sample
+    table = _timed_fit_sample(synthesizer, train, row)
     try:
         row['epsilon_spent'] = float(synthesizer.get_privacy_report().epsilon_spent)
     except Exception:  # noqa: BLE001 - the report is informative only
@@ -298,13 +304,7 @@ def _fit_sdv(task, train, metadata, row):
     else:
         synthesizer = GaussianCopulaSynthesizer(metadata, **extra)
         row['device'] = 'cpu'
-    start = time.perf_counter()
-    synthesizer.fit({TABLE: train})
-    row['fit_s'] = time.perf_counter() - start
-    start = time.perf_counter()
-    table = synthesizer.sample(len(train))[TABLE]
-    row['sample_s'] = time.perf_counter() - start
-    row['peak_mb'] = _vm_hwm_mb()
+    table = _timed_fit_sample(synthesizer, train, row)
     row['epsilon_spent'] = float('inf')
     row['model_kwargs'] = json.dumps(extra) if extra else ''
     return table

@@ -116,21 +116,12 @@ def make_transformers(columns, domain, rng):
     from snsynth.transform.base import ColumnTransformer
     from snsynth.transform.definitions import ColumnType
 
-    class PublicCategoryTransformer(ColumnTransformer):
-        """Code = index in a public category list; fitting ignores the data."""
-
-        def __init__(self, categories):
-            self.categories = list(categories)
-            self.labels = {value: index for index, value in enumerate(self.categories)}
-            super().__init__()
+    class PublicTransformer(ColumnTransformer):
+        """One categorical code per value; complete at construction, fitting ignores the data."""
 
         @property
         def output_type(self):
             return ColumnType.CATEGORICAL
-
-        @property
-        def cardinality(self):
-            return [len(self.categories)]
 
         def _clear_fit(self):
             self._fit_complete = True
@@ -141,6 +132,18 @@ def make_transformers(columns, domain, rng):
 
         def _fit_finish(self):
             self._fit_complete = True
+
+    class PublicCategoryTransformer(PublicTransformer):
+        """Code = index in a public category list; fitting ignores the data."""
+
+        def __init__(self, categories):
+            self.categories = list(categories)
+            self.labels = {value: index for index, value in enumerate(self.categories)}
+            super().__init__()
+
+        @property
+        def cardinality(self):
+            return [len(self.categories)]
 
         def _transform(self, val):
             try:
@@ -151,7 +154,7 @@ def make_transformers(columns, domain, rng):
         def _inverse_transform(self, val):
             return self.categories[int(val)]
 
-    class PublicBinTransformer(ColumnTransformer):
+    class PublicBinTransformer(PublicTransformer):
         """Code = bin on public edges; the inverse draws uniformly inside the bin."""
 
         def __init__(self, edges, bounds, integer):
@@ -161,22 +164,8 @@ def make_transformers(columns, domain, rng):
             super().__init__()
 
         @property
-        def output_type(self):
-            return ColumnType.CATEGORICAL
-
-        @property
         def cardinality(self):
             return [len(self.edges) - 1]
-
-        def _clear_fit(self):
-            self._fit_complete = True
-            self.output_width = 1
-
-        def _fit(self, val):
-            pass
-
-        def _fit_finish(self):
-            self._fit_complete = True
 
         def _transform(self, val):
             if val is None or (isinstance(val, float) and math.isnan(val)):
