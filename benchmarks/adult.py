@@ -260,8 +260,7 @@ def _fit_dpkme(task, train, metadata, domain, row):
     kwargs = dict(
         epsilon=task['epsilon'],
         delta=DELTA,
-        known_min_max_values=domain['known_min_max_values'],
-        known_categories=domain['known_categories'],
+        domain=domain,
         target_column=TARGET,
         random_state=task['seed'],
         device=task['device'],
@@ -737,11 +736,13 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
         f', δ = {DELTA:g} for every DP method. The seed fixes model initialisation and '
         'sampling; the privacy noise is always fresh, so runs differ even at equal seeds.',
         '- **DP-HP / DP-MERF** (`sdv_dpkme`): `DPHPSynthesizer` / `DPMERFSynthesizer(metadata, '
-        f'epsilon=ε, delta={DELTA:g}, known_min_max_values=…, known_categories=… (the public '
-        'Adult domain `adult_domain.json`), target_column="income", random_state=seed)`, '
+        f'epsilon=ε, delta={DELTA:g}, domain=… (the public Adult domain `adult_domain.json`: '
+        'bounds, categories, integer columns, log scale for capital-gain and capital-loss), '
+        'target_column="income", random_state=seed)`, '
         f'model kwargs {mk.get("dphp") or "default"} / {mk.get("dpmerf") or "default"}. '
-        'The defaults include the fine-scale `marginals` release (`marginal_length_scale=0.02`) '
-        'and the unbiased training loss (docs/privacy.md). '
+        'The defaults include the fine-scale `marginals` release (`marginal_length_scale=0.02`), '
+        'the `pairs` release (`pair_length_scale=0.1`) and the unbiased training loss '
+        '(docs/privacy.md). '
         'ε = ∞ (*non-private*) is the same model without noise.',
         '- **GaussianCopula / CTGAN** (SDV 2.0, *non-DP* references): SDV defaults on the '
         'hand-written public metadata; CTGAN '

@@ -16,13 +16,12 @@ sample, metadata, domain = load_adult_sample()
 data = load_adult() if '--full' in sys.argv else sample
 train, test = adult_train_test_split(data)
 
-# 2. A synthesizer with a privacy budget. Bounds and categories are declared, never read from data.
+# 2. A synthesizer with a privacy budget. The domain is declared, never read from the data.
 synth = DPHPSynthesizer(
     metadata,
     epsilon=1.0,
     delta=1e-5,
-    known_min_max_values=domain['known_min_max_values'],
-    known_categories=domain['known_categories'],
+    domain=domain,  # bounds, categories, integer columns, log scale for the money columns
     target_column='income',
     random_state=0,
 )

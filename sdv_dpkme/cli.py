@@ -18,8 +18,7 @@ def demo(args):
           f'epsilon={args.epsilon}, delta={args.delta} ...')
     synth = DPHPSynthesizer(
         metadata, epsilon=args.epsilon, delta=args.delta,
-        known_min_max_values=domain['known_min_max_values'],
-        known_categories=domain['known_categories'], target_column='income',
+        domain=domain, target_column='income',
         random_state=args.seed,
     )
     started = time.perf_counter()

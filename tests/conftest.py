@@ -10,8 +10,10 @@ FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_siz
                  generator_dims=(32,), latent_dim=8, verbose=False)
 # per synthesizer: fast settings and the release groups a fit with a target must report
 FAST_BY_CLASS = {
-    'DPHPSynthesizer': (FAST, {'class_proportions', 'sum_kernel', 'product_kernel', 'marginals'}),
-    'DPMERFSynthesizer': (FAST_MERF, {'class_proportions', 'embedding', 'marginals'}),
+    'DPHPSynthesizer': (
+        FAST, {'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'}
+    ),
+    'DPMERFSynthesizer': (FAST_MERF, {'class_proportions', 'embedding', 'marginals', 'pairs'}),
 }
 NULLABLE = ['income']
 BOUNDS = {'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')}

@@ -9,12 +9,14 @@ from sdv_dpkme.features.blocks import (
 )
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
 from sdv_dpkme.features.marginal import FourierMarginalMap
+from sdv_dpkme.features.pairwise import PairwiseKernelMap
 from sdv_dpkme.features.rff import FourierKernelMap
 
 __all__ = [
     'Block',
     'FourierKernelMap',
     'FourierMarginalMap',
+    'PairwiseKernelMap',
     'ProductKernelMap',
     'SumKernelMap',
     'draw_product_subsets',

@@ -30,6 +30,49 @@ import torch
 from sdv_dpkme.features.blocks import dense_class_moments, dense_class_sums
 
 
+def default_frequencies(length):
+    """Number K of frequencies: the spectrum is below 1e-4 of its peak past K."""
+    return max(1, math.ceil(math.sqrt(2 * math.log(1e4)) / (math.pi * length)))
+
+
+class FourierSeries:
+    """Per-column features psi(v) = [sqrt(a_k) cos(pi k v), sqrt(a_k) sin(pi k v)]_k, ||psi|| = 1."""
+
+    def __init__(self, length, n_frequencies):
+        k = torch.arange(1, n_frequencies + 1, dtype=torch.float64)
+        a = torch.exp(-0.5 * (math.pi * k * length) ** 2)
+        self.n_frequencies = int(n_frequencies)
+        self._omega = math.pi * k
+        self._amp = (a / a.sum()).sqrt()
+        self._cast = {}
+
+    def width(self, block):
+        return 2 * self.n_frequencies + 2 * block.nullable
+
+    def _consts(self, x):
+        key = (x.dtype, x.device)
+        if key not in self._cast:
+            self._cast[key] = (self._omega.to(dtype=x.dtype, device=x.device),
+                               self._amp.to(dtype=x.dtype, device=x.device))
+        return self._cast[key]
+
+    def column_features(self, x, blocks):
+        """One (n, width) tensor per numeric block, each of norm <= 1."""
+        omega, amp = self._consts(x)
+        values = x[:, [b.columns[0] for b in blocks]]  # (n, p)
+        proj = values.unsqueeze(2) * omega  # (n, p, K)
+        psi = torch.cat([torch.cos(proj) * amp, torch.sin(proj) * amp], dim=2)
+        parts = []
+        for j, b in enumerate(blocks):
+            if b.nullable:
+                z = x[:, b.columns[1] : b.columns[1] + 1]
+                # squared norm (1 - z)^2 + z^2 + (1 - z)^2 <= 2 for z in [0, 1]
+                parts.append(torch.cat([(1 - z) * psi[:, j], z, 1 - z], dim=1) / math.sqrt(2))
+            else:
+                parts.append(psi[:, j])
+        return parts
+
+
 class FourierMarginalMap:
     """Mean of per-numeric-column Fourier-series kernels of length ``length_scale``; ||phi|| <= 1."""
 
@@ -42,41 +85,19 @@ class FourierMarginalMap:
         length = float(length_scale)
         if not (math.isfinite(length) and length > 0):
             raise ValueError(f'length_scale must be a finite number > 0, got {length_scale!r}')
-        if n_frequencies is None:  # the spectrum is below 1e-4 of its peak past this
-            n_frequencies = max(1, math.ceil(math.sqrt(2 * math.log(1e4)) / (math.pi * length)))
+        if n_frequencies is None:
+            n_frequencies = default_frequencies(length)
         self.blocks = tuple(numeric)
         self.length_scale = length
         self.n_frequencies = int(n_frequencies)
-        k = torch.arange(1, self.n_frequencies + 1, dtype=torch.float64)
-        a = torch.exp(-0.5 * (math.pi * k * length) ** 2)
-        self._omega = math.pi * k
-        self._amp = (a / a.sum()).sqrt()
-        self._cast = {}
+        self._series = FourierSeries(length, self.n_frequencies)
 
     @property
     def dim(self):
-        return sum(2 * self.n_frequencies + 2 * b.nullable for b in self.blocks)
-
-    def _consts(self, x):
-        key = (x.dtype, x.device)
-        if key not in self._cast:
-            self._cast[key] = (self._omega.to(dtype=x.dtype, device=x.device),
-                               self._amp.to(dtype=x.dtype, device=x.device))
-        return self._cast[key]
+        return sum(self._series.width(b) for b in self.blocks)
 
     def __call__(self, x):
-        omega, amp = self._consts(x)
-        values = x[:, [b.columns[0] for b in self.blocks]]  # (n, p)
-        proj = values.unsqueeze(2) * omega  # (n, p, K)
-        psi = torch.cat([torch.cos(proj) * amp, torch.sin(proj) * amp], dim=2)
-        parts = []
-        for j, b in enumerate(self.blocks):
-            if b.nullable:
-                z = x[:, b.columns[1] : b.columns[1] + 1]
-                # squared norm (1 - z)^2 + z^2 + (1 - z)^2 <= 2 for z in [0, 1]
-                parts.append(torch.cat([(1 - z) * psi[:, j], z, 1 - z], dim=1) / math.sqrt(2))
-            else:
-                parts.append(psi[:, j])
+        parts = self._series.column_features(x, self.blocks)
         return torch.cat(parts, dim=1) / math.sqrt(len(self.blocks))
 
     class_sums = dense_class_sums

@@ -43,7 +43,7 @@ from sdv_dpkme.engines import (
     resolve_device,
     train_generator,
 )
-from sdv_dpkme.features import Block, FourierMarginalMap
+from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant, validate_budget
 from sdv_dpkme.synthesizers.model import KMEModel
 
@@ -108,13 +108,18 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             per-numeric-column kernel released as 'marginals' (``FourierMarginalMap``), so that
             column shapes finer than the method's own kernel are matched; None leaves it out
             (the papers' release plans). marginal_weight: its weight in the training loss.
+        pair_length_scale: length of the numeric kernels in the extra release 'pairs'
+            (``PairwiseKernelMap``: products of per-column kernels over every pair of columns),
+            so that how columns move together within a class is matched; None leaves it out.
+            pair_weight: its weight in the training loss.
     """
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
-                 marginal_length_scale=0.02, marginal_weight=1.0):
+                 marginal_length_scale=0.02, marginal_weight=1.0, pair_length_scale=0.1,
+                 pair_weight=1.0):
         try:
             validate_budget(epsilon, delta)
         except ValueError as err:
@@ -151,20 +156,21 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         def number(value):
             return isinstance(value, (int, float)) and not isinstance(value, bool)
 
-        if marginal_length_scale is not None and not (
-            number(marginal_length_scale) and 0 < marginal_length_scale <= 1
-        ):
-            raise SynthesizerInputError(
-                f'marginal_length_scale must be None (off) or in (0, 1], got '
-                f'{marginal_length_scale!r}.'
-            )
-        if not (number(marginal_weight) and 0 < marginal_weight < float('inf')):
-            raise SynthesizerInputError(
-                f'marginal_weight must be a number > 0, got {marginal_weight!r} (to leave the '
-                'marginal term out, and not spend budget on it, use marginal_length_scale=None).'
-            )
+        for prefix, length, weight in (('marginal', marginal_length_scale, marginal_weight),
+                                       ('pair', pair_length_scale, pair_weight)):
+            if length is not None and not (number(length) and 0 < length <= 1):
+                raise SynthesizerInputError(
+                    f'{prefix}_length_scale must be None (off) or in (0, 1], got {length!r}.'
+                )
+            if not (number(weight) and 0 < weight < float('inf')):
+                raise SynthesizerInputError(
+                    f'{prefix}_weight must be a number > 0, got {weight!r} (to leave the term '
+                    f'out, and not spend budget on it, use {prefix}_length_scale=None).'
+                )
         self.marginal_length_scale = marginal_length_scale
         self.marginal_weight = marginal_weight
+        self.pair_length_scale = pair_length_scale
+        self.pair_weight = pair_weight
         self._privacy_report = None
         self._ledger = None
         self._discovery = None
@@ -419,12 +425,17 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         """Default precision share per release group (incl. 'class_proportions', 'marginals')."""
         raise NotImplementedError
 
-    def _marginal_terms(self, blocks):
-        """The fine-scale marginal term shared by all methods (off with marginal_length_scale=None)."""
-        if not self.marginal_length_scale or not any(b.kind == 'numeric' for b in blocks):
-            return []
-        fmap = FourierMarginalMap(blocks, self.marginal_length_scale)
-        return [KernelTerm('marginals', 'Marginals', fmap, weight=self.marginal_weight)]
+    def _shared_terms(self, blocks):
+        """The terms every method adds to its own: the fine-scale marginals of the numeric
+        columns and the pairwise products over all columns (each off with its length None)."""
+        terms = []
+        if self.marginal_length_scale and any(b.kind == 'numeric' for b in blocks):
+            fmap = FourierMarginalMap(blocks, self.marginal_length_scale)
+            terms.append(KernelTerm('marginals', 'Marginals', fmap, weight=self.marginal_weight))
+        if self.pair_length_scale and len(blocks) > 1:
+            fmap = PairwiseKernelMap(blocks, self.pair_length_scale)
+            terms.append(KernelTerm('pairs', 'Pairs', fmap, weight=self.pair_weight))
+        return terms
 
     def _release_plan(self, terms, has_target):
         shares = dict(self._default_budget_shares())
@@ -452,7 +463,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         """
         model_rng = self._torch_generator()
         n_classes = 1 if target is None else target.width
-        terms = self._kernel_terms(blocks, model_rng) + self._marginal_terms(blocks)
+        terms = self._kernel_terms(blocks, model_rng) + self._shared_terms(blocks)
         sigmas = ledger.accountant.calibrate(self._release_plan(terms, target is not None))
         weights, divisor = self._release_class_weights(
             labels, target, ledger, sigmas.get('class_proportions')
@@ -576,7 +587,8 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         self.__dict__.update(state)
         # synthesizers saved before domain discovery existed
         for name, default in (('_undeclared', {}), ('_discovery', None), ('domain', None),
-                              ('domain_budget_share', 0.0)):
+                              ('domain_budget_share', 0.0), ('pair_length_scale', None),
+                              ('pair_weight', 1.0)):
             self.__dict__.setdefault(name, default)
         saved = state.get('_fitted_sdv_dpkme_version')
         if saved is not None and saved.split('.')[:2] != __version__.split('.')[:2]:

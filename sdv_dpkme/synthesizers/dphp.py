@@ -6,7 +6,9 @@ Release plan (all Gaussian, composed exactly by one accountant):
   3. ``product_redraws`` product-kernel joint embeddings, each over a freshly drawn column subset,
      sensitivity 2/n each (every redraw is its own release);
   4. 'marginals' (unless ``marginal_length_scale=None``): fine-scale per-column Fourier-series
-     features of the numeric columns (``FourierMarginalMap``), sensitivity 2/n.
+     features of the numeric columns (``FourierMarginalMap``), sensitivity 2/n;
+  5. 'pairs' (unless ``pair_length_scale=None``): products of per-column features over every pair
+     of columns (``PairwiseKernelMap``), sensitivity 2/n.
 The generator is then trained against these fixed releases; private rows are not touched again.
 """
 
@@ -25,7 +27,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
             ``product_redraws`` times, each subset capped at ``max_product_features`` features.
         product_weight: weight of the product term in the loss.
         budget_shares: shares of the privacy precision for 'class_proportions', 'sum_kernel',
-            'product_kernel', 'marginals' (normalised over the releases that exist).
+            'product_kernel', 'marginals', 'pairs' (normalised over the releases that exist).
         steps, batch_size, learning_rate, latent_dim, generator_dims: generator training.
         numeric_noise: std of the Gaussian noise added to numeric outputs (on the [0, 1] scale),
             in training and sampling, so that structure finer than the kernel can resolve is smooth.
@@ -35,16 +37,17 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, sum_order=100, sum_sigma2=0.05, product_order=5, product_sigma2=0.05,
                  product_columns=5, product_redraws=20, max_product_features=8192,
-                 product_weight=0.1, budget_shares=None, steps=1000, batch_size=1024,
+                 product_weight=0.1, budget_shares=None, steps=500, batch_size=1024,
                  learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
-                 marginal_length_scale=0.02, marginal_weight=1.0):
+                 marginal_length_scale=0.02, marginal_weight=1.0, pair_length_scale=0.1,
+                 pair_weight=1.0):
         self._init_model(locals())
 
     def _default_budget_shares(self):
-        return {'class_proportions': 0.01, 'sum_kernel': 0.4, 'product_kernel': 0.29,
-                'marginals': 0.3}
+        return {'class_proportions': 0.01, 'sum_kernel': 0.3, 'product_kernel': 0.19,
+                'marginals': 0.2, 'pairs': 0.3}
 
     def _kernel_terms(self, blocks, generator):
         sum_map = SumKernelMap(blocks, self.sum_order, self.sum_sigma2)

@@ -6,7 +6,9 @@ Release plan (Gaussian, one accountant):
      2/n because ||phi|| <= 1 (``FourierKernelMap``). Dividing it by the released proportions gives
      the class-weighted embedding of the paper (post-processing);
   3. 'marginals' (unless ``marginal_length_scale=None``): fine-scale per-column Fourier-series
-     features of the numeric columns, sensitivity 2/n (also a single release in minibatch mode).
+     features of the numeric columns, sensitivity 2/n, and 'pairs' (unless
+     ``pair_length_scale=None``): products of per-column features over every pair of columns,
+     sensitivity 2/n (both single releases in minibatch mode too).
 The generator is trained against these fixed releases; private rows are not touched again.
 
 Minibatch mode (``releases='minibatch'``): every training step releases the joint embedding of a
@@ -32,8 +34,9 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         n_features: number D of random Fourier features (even; D/2 frequencies).
         length_scale: public length scale of the Gaussian kernel over the numeric columns, on the
             [0, 1] scale of their public bounds (a hyperparameter, never a median heuristic).
-        budget_shares: shares of the privacy precision for 'class_proportions', 'embedding' and
-            'marginals' (in minibatch mode the subsampled releases take what the others leave).
+        budget_shares: shares of the privacy precision for 'class_proportions', 'embedding',
+            'marginals' and 'pairs' (in minibatch mode the subsampled releases take what the
+            others leave).
         releases: 'single' (one release, the paper's main mode) or 'minibatch' (one subsampled
             release per step, see the module docstring); minibatch_size: rows per step then.
         steps, batch_size, learning_rate, latent_dim, generator_dims: generator training.
@@ -48,7 +51,8 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
                  learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
-                 marginal_length_scale=0.02, marginal_weight=1.0):
+                 marginal_length_scale=0.02, marginal_weight=1.0, pair_length_scale=0.1,
+                 pair_weight=1.0):
         if releases not in ('single', 'minibatch'):
             raise SynthesizerInputError(
                 f"releases must be 'single' or 'minibatch', got {releases!r}."
@@ -56,7 +60,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         self._init_model(locals())
 
     def _default_budget_shares(self):
-        return {'class_proportions': 0.01, 'embedding': 0.84, 'marginals': 0.15}
+        return {'class_proportions': 0.01, 'embedding': 0.69, 'marginals': 0.15, 'pairs': 0.15}
 
     def _kernel_terms(self, blocks, generator):
         fmap = FourierKernelMap(blocks, self.n_features, self.length_scale, generator=generator)
@@ -75,7 +79,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         model_rng = self._torch_generator()
         n_classes = 1 if target is None else target.width
         (term,) = self._kernel_terms(blocks, model_rng)
-        extra = self._marginal_terms(blocks)
+        extra = self._shared_terms(blocks)
         accountant = ledger.accountant
         # The plain releases (proportions, marginals) take their shares of the budget first; the
         # subsampled RFF releases are then calibrated to spend exactly the rest.

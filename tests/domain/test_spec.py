@@ -71,6 +71,8 @@ def test_bundled_domain_file_format_is_accepted():
     assert tuple(declarations['age']['bounds']) == (17, 90)
     assert declarations['age']['integer'] is True
     assert declarations['income']['categories'] == ['<=50K', '>50K']
+    assert declarations['capital-gain']['scale'] == 'log'
+    assert 'scale' not in declarations['age']
 
 
 def test_missing_value_among_dayz_categories_declares_nullability():

@@ -32,6 +32,29 @@ def test_hermite_reproduces_gaussian_kernel():
     assert (feats @ feats.T - exact).abs().max().item() < 1e-10
 
 
+def test_hermite_closed_form_gradient_matches_autograd_of_the_recursion():
+    # the generator trains through d phi_k / dx = sqrt(2 rho k) phi_{k-1} - 2 rho/(1+rho) x phi_k
+    rho = hermite_rho(torch.tensor([0.05, 0.3, 2.0], dtype=torch.float64))
+    x = (torch.rand(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) - 0.5)
+    assert torch.autograd.gradcheck(lambda v: hermite_features(v, 12, rho),
+                                    (x.clone().requires_grad_(),))
+    weights = torch.randn(6, 3, 41, dtype=torch.float64)
+
+    def by_autograd(v):  # the plain recursion, differentiated by autograd
+        feats = [(1 - rho**2) ** 0.25 * torch.exp(-rho * v**2 / (1 + rho))]
+        feats.append(torch.sqrt(2 * rho) * v * feats[0])
+        for k in range(1, 40):
+            feats.append(torch.sqrt(2 * rho / (k + 1)) * v * feats[k]
+                         - rho * np.sqrt(k / (k + 1)) * feats[k - 1])
+        return torch.stack(feats, -1)
+
+    v1, v2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    (hermite_features(v1, 40, rho) * weights).sum().backward()
+    (by_autograd(v2) * weights).sum().backward()
+    assert torch.allclose(v1.grad, v2.grad, atol=1e-12)
+    assert torch.allclose(hermite_features(x, 40, rho), by_autograd(x), atol=1e-14)
+
+
 def test_rho_is_stable_for_huge_lengths():
     # the research code's formula returns 0 at sigma2=1e10; the stable one must not
     assert 0 < hermite_rho(1e10).item() < 1e-9

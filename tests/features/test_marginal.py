@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from sdv_dpkme.engines import class_mean_embeddings
 from sdv_dpkme.features import Block, FourierMarginalMap, project_unit_ball
+from tests.features.neighbours import assert_replace_one_moves_at_most_two_over_n
 
 # a: nullable numeric, b: numeric, c: 3 categories (ignored by the marginal map)
 BLOCKS = [Block('a', 'numeric', (0, 1)), Block('b', 'numeric', (2,)),
@@ -40,19 +40,13 @@ def test_norm_bound_on_extreme_and_fractional_rows():
 
 def test_garbage_rows_are_projected_and_move_embedding_by_at_most_two_over_n():
     fmap = FourierMarginalMap(BLOCKS, 0.05)
-    x = _rows(60).numpy()
-    n = len(x)
-    labels = np.arange(n) % 2
-    base = class_mean_embeddings(x, labels, 2, [fmap])[0]
     raw = fmap(torch.full((1, WIDTH), 1e6, dtype=torch.float64))
     assert raw.norm().item() > 1  # a null flag of 1e6 leaves the ball ...
     assert project_unit_ball(raw).norm().item() <= 1 + 1e-12  # ... and the pass projects it
-    for row, label in [(np.full(WIDTH, 1e6), 1), (np.full(WIDTH, -1e6), 0), (np.zeros(WIDTH), 1)]:
-        for i in [0, n - 1]:
-            x2, l2 = x.copy(), labels.copy()
-            x2[i], l2[i] = row, label
-            other = class_mean_embeddings(x2, l2, 2, [fmap])[0]
-            assert (other - base).norm().item() <= 2 / n + 1e-12
+    assert_replace_one_moves_at_most_two_over_n(
+        fmap, _rows(60).numpy(), 2,
+        [(np.full(WIDTH, 1e6), 1), (np.full(WIDTH, -1e6), 0), (np.zeros(WIDTH), 1)],
+    )
 
 
 @pytest.mark.parametrize('length', [0.01, 0.02, 0.1])

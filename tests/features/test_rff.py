@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from sdv_dpkme.engines import class_mean_embeddings
 from sdv_dpkme.features import Block, FourierKernelMap, project_unit_ball
+from tests.features.neighbours import assert_replace_one_moves_at_most_two_over_n
 
 # a: nullable numeric, b: numeric, c: 3 categories, d: nullable numeric, e: 2 categories
 BLOCKS = [Block('a', 'numeric', (0, 1)), Block('b', 'numeric', (2,)),
@@ -81,19 +81,12 @@ def test_garbage_rows_are_projected_into_ball():
 
 
 def test_replace_one_row_moves_class_embedding_by_at_most_two_over_n():
-    fmap = _map()
-    x = _valid_rows().numpy()
-    n = len(x)
-    labels = np.arange(n) % 3
-    base = class_mean_embeddings(x, labels, 3, [fmap])[0]
     gen = np.random.default_rng(0)
-    for row, label in [(np.full(WIDTH, 1e6), 2), (np.full(WIDTH, -1e6), 0),
-                       (gen.uniform(-1e3, 1e3, WIDTH), 1), (np.zeros(WIDTH), 1)]:
-        for i in [0, n - 1]:
-            x2, l2 = x.copy(), labels.copy()
-            x2[i], l2[i] = row, label
-            other = class_mean_embeddings(x2, l2, 3, [fmap])[0]
-            assert (other - base).norm().item() <= 2 / n + 1e-12
+    assert_replace_one_moves_at_most_two_over_n(
+        _map(), _valid_rows().numpy(), 3,
+        [(np.full(WIDTH, 1e6), 2), (np.full(WIDTH, -1e6), 0),
+         (gen.uniform(-1e3, 1e3, WIDTH), 1), (np.zeros(WIDTH), 1)],
+    )
 
 
 def test_gram_approximates_gaussian_kernel():

@@ -233,24 +233,34 @@ def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
     (dict(marginal_length_scale=True), 'marginal_length_scale'),
     (dict(marginal_weight=-1), 'marginal_weight'),
     (dict(marginal_weight=0), 'marginal_length_scale=None'),
+    (dict(pair_length_scale=0), 'pair_length_scale'),
+    (dict(pair_length_scale=1.5), 'pair_length_scale'),
+    (dict(pair_length_scale=False), 'pair_length_scale'),
+    (dict(pair_weight=float('inf')), 'pair_weight'),
+    (dict(pair_weight=0), 'pair_length_scale=None'),
 ])
 def test_bad_arguments_get_clear_errors(cls, kwargs, match):
     with pytest.raises(SynthesizerInputError, match=match):
         build(cls, **kwargs)
 
 
-def test_marginal_term_is_one_reported_release_and_can_be_turned_off(cls, table):
+@pytest.mark.parametrize('group,label,switch', [
+    ('marginals', 'Marginals', 'marginal_length_scale'),
+    ('pairs', 'Pairs', 'pair_length_scale'),
+])
+def test_shared_terms_are_one_reported_release_each_and_can_be_turned_off(
+        cls, table, group, label, switch):
     synth = build(cls, target_column='label')
     synth.fit({'t': table})
     rows = synth.get_privacy_report().to_frame().set_index('name')
-    assert rows.loc['marginals', 'count'] == 1
-    assert rows.loc['marginals', 'sensitivity'] == pytest.approx(2 / len(table))
-    assert 'Marginals loss' in synth.get_loss_values()
-    off = build(cls, target_column='label', marginal_length_scale=None)
+    assert rows.loc[group, 'count'] == 1
+    assert rows.loc[group, 'sensitivity'] == pytest.approx(2 / len(table))
+    assert f'{label} loss' in synth.get_loss_values()
+    off = build(cls, target_column='label', **{switch: None})
     off.fit({'t': table})
     report = off.get_privacy_report()
-    assert 'marginals' not in set(report.to_frame()['name'])
-    assert 'Marginals loss' not in off.get_loss_values()
+    assert group not in set(report.to_frame()['name'])
+    assert f'{label} loss' not in off.get_loss_values()
     assert 0.999 < report.epsilon_spent <= 1.0  # the other releases take the whole budget
 
 

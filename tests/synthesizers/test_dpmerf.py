@@ -26,6 +26,8 @@ def test_minibatch_mode_accounts_every_step(table):
     assert rows.loc['embedding_minibatch', 'sampling_probability'] == pytest.approx(40 / len(table))
     assert rows.loc['marginals', 'count'] == 1  # the marginal term is released once, in full
     assert rows.loc['marginals', 'sampling'] == 'none'
+    assert rows.loc['pairs', 'count'] == 1
+    assert rows.loc['pairs', 'sampling'] == 'none'
     assert 0.98 < report.epsilon_spent <= 1.0
     assert 'without replacement' in report.accountant
     assert len(synth.sample(20)['t']) == 20

@@ -1,0 +1,99 @@
+import numpy as np
+import pytest
+import torch
+
+from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap
+from tests.features.neighbours import assert_replace_one_moves_at_most_two_over_n
+
+# a: nullable numeric, b: numeric, c: 3 categories, d: 2 categories
+BLOCKS = [Block('a', 'numeric', (0, 1)), Block('b', 'numeric', (2,)),
+          Block('c', 'categorical', (3, 4, 5)), Block('d', 'categorical', (6, 7))]
+WIDTH = 8
+
+
+def _rows(n=300, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.zeros(n, WIDTH, dtype=torch.float64)
+    x[:, 0] = torch.rand(n, generator=gen, dtype=torch.float64)
+    x[:, 1] = (torch.rand(n, generator=gen, dtype=torch.float64) < 0.3).double()
+    x[:, 2] = torch.rand(n, generator=gen, dtype=torch.float64)
+    x[torch.arange(n), 3 + torch.arange(n) % 3] = 1
+    x[torch.arange(n), 6 + torch.randint(2, (n,), generator=gen)] = 1
+    x[:4, [0, 2]] = torch.tensor([[0, 0], [1, 1], [0, 1], [1, 0]], dtype=torch.float64)
+    return x
+
+
+def test_norm_bound_on_extreme_and_relaxed_rows():
+    fmap = PairwiseKernelMap(BLOCKS, 0.1)
+    x = _rows()
+    assert fmap.norm_bound == 1.0
+    assert fmap.n_pairs == 6
+    assert fmap(x).shape == (len(x), fmap.dim)
+    assert fmap(x).norm(dim=1).max().item() <= 1 + 1e-12
+    # rows with no nulls have norm exactly 1 (all per-column features have norm 1)
+    full = x[x[:, 1] == 0]
+    assert (fmap(full).norm(dim=1) - 1).abs().max().item() < 1e-12
+    # a generator's relaxed output: fractional null flags and soft categories
+    soft = x.clone()
+    soft[:, 1] = torch.linspace(0, 1, len(x), dtype=torch.float64)
+    soft[:, 3:6] = torch.softmax(torch.randn(len(x), 3, dtype=torch.float64), 1)
+    soft[:, 6:8] = torch.softmax(torch.randn(len(x), 2, dtype=torch.float64), 1)
+    assert fmap(soft).norm(dim=1).max().item() <= 1 + 1e-12
+
+
+def test_kernel_is_the_mean_of_pairwise_products():
+    fmap = PairwiseKernelMap(BLOCKS, 0.1)
+    x = _rows(40)
+    gram = fmap(x) @ fmap(x).T
+    # per-column kernels: the Fourier-series kernel for numerics, delta for categories
+    per_column = []
+    for b in BLOCKS:
+        if b.kind == 'numeric':
+            psi = FourierMarginalMap([b], 0.1)(x)
+        else:
+            psi = x[:, list(b.columns)]
+        per_column.append(psi @ psi.T)
+    expected = sum(per_column[i] * per_column[j]
+                   for i in range(4) for j in range(i + 1, 4)) / 6
+    assert (gram - expected).abs().max().item() < 1e-12
+    # two rows that differ only in one category keep the pairs that avoid that column
+    y = x[:2].clone()
+    y[0, 1] = 0  # not null: every per-column feature has norm 1
+    y[1] = y[0]
+    y[1, 6:8] = 1 - y[0, 6:8]
+    f = fmap(y)
+    assert (f[0] @ f[1]).item() == pytest.approx(3 / 6 * (f[0] @ f[0]).item(), abs=1e-12)
+
+
+def test_class_sums_and_moments_match_the_dense_map():
+    fmap = PairwiseKernelMap(BLOCKS, 0.05)
+    x = _rows(90)
+    y = torch.nn.functional.one_hot(torch.arange(90) % 3, 3).double()
+    dense = fmap(x)
+    assert torch.allclose(fmap.class_sums(x, y, project=False), y.T @ dense, atol=1e-12)
+    sums, sq = fmap.class_moments(x, y)
+    assert torch.allclose(sums, y.T @ dense, atol=1e-12)
+    assert torch.allclose(sq, y.T @ (dense * dense).sum(1), atol=1e-12)
+    assert fmap.class_sums(x.float(), y.float()).dtype == torch.float32
+    # a class absent from the batch (the out-of-domain bucket in training) has zero sums
+    y[:, 1] = 0
+    assert torch.allclose(fmap.class_moments(x, y)[0], y.T @ dense, atol=1e-12)
+
+
+def test_garbage_rows_are_projected_and_move_embedding_by_at_most_two_over_n():
+    fmap = PairwiseKernelMap(BLOCKS, 0.1)
+    garbage = torch.full((1, WIDTH), 1e6, dtype=torch.float64)
+    assert fmap(garbage).norm().item() > 1  # unprojected, a garbage row leaves the ball
+    assert_replace_one_moves_at_most_two_over_n(
+        fmap, _rows(50).numpy(), 2,
+        [(np.full(WIDTH, 1e6), 1), (np.full(WIDTH, -1e6), 0), (np.zeros(WIDTH), 1)],
+    )
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match='two column blocks'):
+        PairwiseKernelMap(BLOCKS[:1], 0.1)
+    with pytest.raises(ValueError, match='length_scale'):
+        PairwiseKernelMap(BLOCKS, 0.0)
+    with pytest.raises(ValueError, match='block kind'):
+        PairwiseKernelMap([*BLOCKS, Block('e', 'text', (8,))], 0.1)
