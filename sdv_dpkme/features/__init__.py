@@ -9,7 +9,7 @@ from sdv_dpkme.features.blocks import (
 )
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
 from sdv_dpkme.features.marginal import FourierMarginalMap
-from sdv_dpkme.features.pairwise import PairwiseKernelMap
+from sdv_dpkme.features.pairwise import PairwiseKernelMap, pair_blocks_within
 from sdv_dpkme.features.rff import FourierKernelMap
 
 __all__ = [
@@ -22,5 +22,6 @@ __all__ = [
     'draw_product_subsets',
     'hermite_features',
     'hermite_rho',
+    'pair_blocks_within',
     'project_unit_ball',
 ]

@@ -26,6 +26,25 @@ import torch
 from sdv_dpkme.features.marginal import FourierSeries, default_frequencies
 
 
+def pair_blocks_within(blocks, length_scale, max_features):
+    """(kept, left_out): the blocks of a pairwise map with at most ``max_features`` features per
+    class, leaving out the widest columns first (a high-cardinality category would otherwise
+    make the map quadratic in its width). Widths come from the public domain only."""
+    series = FourierSeries(length_scale, default_frequencies(length_scale))
+    width = {b.name: series.width(b) if b.kind == 'numeric' else b.width for b in blocks}
+    kept, left_out = list(blocks), []
+
+    def dim(bs):
+        total = sum(width[b.name] for b in bs)
+        return (total * total - sum(width[b.name] ** 2 for b in bs)) // 2
+
+    while len(kept) > 1 and dim(kept) > max_features:
+        widest = max(kept, key=lambda b: width[b.name])
+        kept.remove(widest)
+        left_out.append(widest)
+    return kept, left_out
+
+
 class PairwiseKernelMap:
     """Mean over all column pairs of the product of per-column kernels; ||phi|| <= 1."""
 

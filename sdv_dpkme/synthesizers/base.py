@@ -43,7 +43,7 @@ from sdv_dpkme.engines import (
     resolve_device,
     train_generator,
 )
-from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap
+from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap, pair_blocks_within
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant, validate_budget
 from sdv_dpkme.synthesizers.model import KMEModel
 
@@ -111,8 +111,12 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         pair_length_scale: length of the numeric kernels in the extra release 'pairs'
             (``PairwiseKernelMap``: products of per-column kernels over every pair of columns),
             so that how columns move together within a class is matched; None leaves it out.
-            pair_weight: its weight in the training loss.
+            pair_weight: its weight in the training loss. Columns are left out of it, widest
+            first and with a warning, while it would exceed ``max_pair_features`` per class.
     """
+
+    #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
+    max_pair_features = 1_000_000
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
@@ -433,8 +437,18 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             fmap = FourierMarginalMap(blocks, self.marginal_length_scale)
             terms.append(KernelTerm('marginals', 'Marginals', fmap, weight=self.marginal_weight))
         if self.pair_length_scale and len(blocks) > 1:
-            fmap = PairwiseKernelMap(blocks, self.pair_length_scale)
-            terms.append(KernelTerm('pairs', 'Pairs', fmap, weight=self.pair_weight))
+            kept, left_out = pair_blocks_within(blocks, self.pair_length_scale,
+                                                self.max_pair_features)
+            if left_out:
+                warnings.warn(
+                    f"The pairwise term ('pairs') leaves out the widest columns "
+                    f"{[b.name for b in left_out]}: with them it would exceed "
+                    f'{self.max_pair_features:,} features per class. Declare fewer categories '
+                    'for them, or pass pair_length_scale=None to leave the term out.'
+                )
+            if len(kept) > 1:
+                fmap = PairwiseKernelMap(kept, self.pair_length_scale)
+                terms.append(KernelTerm('pairs', 'Pairs', fmap, weight=self.pair_weight))
         return terms
 
     def _release_plan(self, terms, has_target):

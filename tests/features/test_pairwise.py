@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap
+from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap, pair_blocks_within
 from tests.features.neighbours import assert_replace_one_moves_at_most_two_over_n
 
 # a: nullable numeric, b: numeric, c: 3 categories, d: 2 categories
@@ -97,3 +97,19 @@ def test_bad_arguments_raise():
         PairwiseKernelMap(BLOCKS, 0.0)
     with pytest.raises(ValueError, match='block kind'):
         PairwiseKernelMap([*BLOCKS, Block('e', 'text', (8,))], 0.1)
+
+
+def test_widest_columns_are_left_out_until_the_map_fits():
+    wide = Block('zip', 'categorical', tuple(range(8, 8 + 500)))
+    blocks = [*BLOCKS, wide]
+    full = PairwiseKernelMap(blocks, 0.1).dim
+    kept, left_out = pair_blocks_within(blocks, 0.1, full)
+    assert kept == blocks and left_out == []  # at the limit nothing is left out
+    kept, left_out = pair_blocks_within(blocks, 0.1, full - 1)
+    assert [b.name for b in left_out] == ['zip']
+    assert kept == BLOCKS
+    assert PairwiseKernelMap(kept, 0.1).dim <= full - 1
+    # numeric columns (28 features at length 0.1, 30 if nullable) go before 3 and 2 categories
+    kept, left_out = pair_blocks_within(BLOCKS, 0.1, 3 * 2)
+    assert [b.name for b in left_out] == ['a', 'b']
+    assert PairwiseKernelMap(kept, 0.1).dim == 6

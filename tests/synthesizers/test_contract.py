@@ -264,6 +264,19 @@ def test_shared_terms_are_one_reported_release_each_and_can_be_turned_off(
     assert 0.999 < report.epsilon_spent <= 1.0  # the other releases take the whole budget
 
 
+def test_pairwise_term_leaves_out_the_widest_column_with_a_warning(cls, table):
+    synth = build(cls, target_column='label')
+    synth.max_pair_features = 2000  # the nullable 'income' (30 features) is the widest
+    with pytest.warns(UserWarning, match=r"leaves out the widest columns \['income'\]"):
+        synth.fit({'t': table})
+    assert 'pairs' in set(synth.get_privacy_report().to_frame()['name'])
+    synth.max_pair_features = 1  # no pair fits: the term and its release are left out
+    with pytest.warns(UserWarning, match='pair_length_scale=None'):
+        synth.fit({'t': table})
+    assert 'pairs' not in set(synth.get_privacy_report().to_frame()['name'])
+    assert len(synth.sample(10)['t']) == 10
+
+
 def test_missing_domain_error_says_how_to_declare(cls):
     with pytest.raises(SynthesizerInputError) as err:
         cls(make_metadata(), epsilon=1.0, domain_budget_share=0)
