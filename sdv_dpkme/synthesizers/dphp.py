@@ -31,6 +31,9 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         steps, batch_size, learning_rate, latent_dim, generator_dims: generator training.
         numeric_noise: std of the Gaussian noise added to numeric outputs (on the [0, 1] scale),
             in training and sampling, so that structure finer than the kernel can resolve is smooth.
+        marginal_length_scale: 0.01 here (the base class's 0.02 elsewhere): fine enough to see
+            single values of integer columns over ~100 public values (an hour of a week, a year
+            of age), which lifted TSTR on Adult (benchmarks/results/adult_ablation.md).
     """
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
@@ -41,7 +44,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
-                 marginal_length_scale=0.02, marginal_weight=1.0, pair_length_scale=0.1,
+                 marginal_length_scale=0.01, marginal_weight=1.0, pair_length_scale=0.1,
                  pair_weight=1.0):
         self._init_model(locals())
 
