@@ -101,7 +101,7 @@ CALIBRATION = (
     'each (≈25–35 s per round here, i.e. hours per fit). Capped at rounds = 30: 16 selected '
     '2-way marginals, fit 577 s, sample 9 s, peak RSS 4.1 GB (rounds = 20: fit 184 s). '
     'max_model_size stays at the default 80 MB.',
-    'GaussianCopula: fit ≈8 s. DP-HP: fit ≈45 s (earlier DP-HP-only run).',
+    'GaussianCopula: fit ≈8 s. DP-HP: fit ≈35–45 s, DP-MERF ≈20–30 s (alone on the machine).',
 )
 
 QUICK_TRAIN_ROWS = 2_000
