@@ -33,7 +33,8 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
             in training and sampling, so that structure finer than the kernel can resolve is smooth.
         marginal_length_scale: 0.01 here (the base class's 0.02 elsewhere): fine enough to see
             single values of integer columns over ~100 public values (an hour of a week, a year
-            of age), which lifted TSTR on Adult (benchmarks/results/adult_ablation.md).
+            of age); it lifted TSTR ROC in paired runs on Adult, though the 3-seed protocol shows
+            no clear difference (benchmarks/results/adult_ablation.md).
     """
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
