@@ -26,12 +26,17 @@ import torch
 from sdv_dpkme.features.marginal import FourierSeries, default_frequencies
 
 
+def _widths(blocks, series):
+    """Width of each column's psi: its Fourier series, or its one-hot vector."""
+    return [series.width(b) if b.kind == 'numeric' else b.width for b in blocks]
+
+
 def pair_blocks_within(blocks, length_scale, max_features):
     """(kept, left_out): the blocks of a pairwise map with at most ``max_features`` features per
     class, leaving out the widest columns first (a high-cardinality category would otherwise
     make the map quadratic in its width). Widths come from the public domain only."""
     series = FourierSeries(length_scale, default_frequencies(length_scale))
-    width = {b.name: series.width(b) if b.kind == 'numeric' else b.width for b in blocks}
+    width = dict(zip((b.name for b in blocks), _widths(blocks, series)))
     kept, left_out = list(blocks), []
 
     def dim(bs):
@@ -65,7 +70,7 @@ class PairwiseKernelMap:
         self.n_frequencies = int(n_frequencies or default_frequencies(length))
         self._series = FourierSeries(length, self.n_frequencies)
         self._numeric = [b for b in blocks if b.kind == 'numeric']
-        widths = [self._series.width(b) if b.kind == 'numeric' else b.width for b in blocks]
+        widths = _widths(blocks, self._series)
         offsets = [0]
         for w in widths[:-1]:
             offsets.append(offsets[-1] + w)
