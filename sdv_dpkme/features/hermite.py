@@ -6,7 +6,6 @@ Hence ||phi_{0..K}(x)||^2 <= k(x, x) = 1 for every truncation order K: the norm 
 sensitivities rely on. Computed in float64 because phi_0 underflows in float32 for large rho x^2.
 """
 
-import math
 
 import torch
 

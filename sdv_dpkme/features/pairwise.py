@@ -74,7 +74,6 @@ class PairwiseKernelMap:
         offsets = [0]
         for w in widths[:-1]:
             offsets.append(offsets[-1] + w)
-        self._widths = widths
         self._total = sum(widths)
         self.n_pairs = len(blocks) * (len(blocks) - 1) // 2
         # flat positions, in the second-moment matrix, of the i < j blocks (row-major per pair)
