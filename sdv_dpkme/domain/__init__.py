@@ -15,6 +15,7 @@ from sdv_dpkme.domain.transformers import (
     DP_TRANSFORMERS,
     DPCategoricalTransformer,
     DPDatetimeTransformer,
+    DPDiscreteTransformer,
     DPNumericalTransformer,
     transformer_for,
 )
@@ -24,6 +25,7 @@ __all__ = [
     'ColumnDomain',
     'DPCategoricalTransformer',
     'DPDatetimeTransformer',
+    'DPDiscreteTransformer',
     'DPNumericalTransformer',
     'DomainDiscoveryWarning',
     'DomainError',

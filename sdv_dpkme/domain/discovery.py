@@ -35,7 +35,7 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from sdv_dpkme.domain.spec import ColumnDomain, DomainError
+from sdv_dpkme.domain.spec import MAX_DISCRETE_VALUES, ColumnDomain, DomainError, fits_discrete
 from sdv_dpkme.domain.transformers import to_numbers, to_timestamps_ns
 
 # Share of delta reserved for the category threshold (only when a categorical column is discovered).
@@ -209,8 +209,13 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
     if not 0 < budget_share < 1:
         raise ValueError(f'domain_budget_share must be in (0, 1), got {budget_share!r}')
     for dom in undeclared.values():  # checked before anything is spent
-        if getattr(dom, 'scale', None) == 'log' and dom.sdtype != 'numerical':
+        scale = getattr(dom, 'scale', None)
+        if scale == 'log' and dom.sdtype != 'numerical':
             raise DomainError(f"Column '{dom.name}': a log scale needs a numerical column.")
+        if scale == 'discrete' and not (dom.sdtype == 'numerical' and dom.integer):
+            raise DomainError(
+                f"Column '{dom.name}': a discrete scale needs an integer numerical column."
+            )
     accountant, mechanism = ledger.accountant, ledger.mechanism
     columns = list(undeclared)
     k = len(columns)
@@ -302,6 +307,14 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
                 dom.low = 0.0  # a declared log scale declares values >= 0; below is clipped
                 if dom.high <= 0:
                     dom.high = 1.0
+            if dom.scale == 'discrete' and not fits_discrete(dom):
+                warnings.warn(
+                    f"Column '{column}': its discovered bounds hold more than "
+                    f'{MAX_DISCRETE_VALUES} integer values, so it is modelled on a linear '
+                    "scale instead of the declared 'discrete' one.",
+                    DomainDiscoveryWarning,
+                )
+                dom.scale = 'linear'
             summary[column] = (
                 f'[{_show(dom.low, dom)}, {_show(dom.high, dom)}]'
                 + (', nullable' if dom.nullable else '')

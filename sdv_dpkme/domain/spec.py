@@ -39,6 +39,26 @@ class DomainError(ValueError):
     """A column lacks a public domain, or a declared domain is invalid."""
 
 
+#: encodings of a numerical column: [0, 1] linear or log, or one-hot over its integer values
+SCALES = ('linear', 'log', 'discrete')
+#: most values an integer column may take to be modelled as discrete (one-hot)
+MAX_DISCRETE_VALUES = 256
+
+
+def fits_discrete(domain):
+    """An integer numerical column with integer bounds at most MAX_DISCRETE_VALUES apart."""
+    return (domain.sdtype == 'numerical' and bool(domain.integer)
+            and float(domain.low).is_integer() and float(domain.high).is_integer()
+            and domain.high - domain.low + 1 <= MAX_DISCRETE_VALUES)
+
+
+def is_discrete(domain):
+    """Whether a numerical column is modelled one-hot over its integer values: only when its
+    declared scale says 'discrete' (a public modelling choice) and the bounds allow it."""
+    return (domain.sdtype == 'numerical' and domain.low is not None
+            and domain.scale == 'discrete' and fits_discrete(domain))
+
+
 @dataclass
 class ColumnDomain:
     """Public facts about one modelled column (or, with ``discovered``, DP outputs)."""
@@ -52,7 +72,7 @@ class ColumnDomain:
     decimal_places: int = None
     datetime_format: str = None
     nullable: bool = False
-    # 'linear' or 'log' encoding of a numerical column; None = chosen from the public bounds
+    # encoding of a numerical column (SCALES); None = 'linear'
     scale: str = None
     # the user said whether missing values may occur (else discovery decides)
     nullable_declared: bool = False
@@ -218,9 +238,9 @@ def parse_domain_spec(spec, table_name=None):
         if 'num_decimal_digits' in params:
             put(column, 'decimal_places', int(params['num_decimal_digits']))
         if 'scale' in params:
-            if params['scale'] not in ('linear', 'log'):
+            if params['scale'] not in SCALES:
                 raise DomainError(
-                    f"domain['columns']['{column}']['scale'] must be 'linear' or 'log', got "
+                    f"domain['columns']['{column}']['scale'] must be one of {SCALES}, got "
                     f"{params['scale']!r}."
                 )
             put(column, 'scale', params['scale'])
@@ -308,6 +328,12 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
             if dom.scale == 'log' and (sdtype != 'numerical' or dom.low < 0):
                 raise DomainError(
                     f"Column '{column}': a log scale needs a numerical column with low >= 0."
+                )
+            if dom.scale == 'discrete' and not fits_discrete(dom):
+                raise DomainError(
+                    f"Column '{column}': a discrete scale needs an integer numerical column "
+                    f'with integer bounds at most {MAX_DISCRETE_VALUES} values apart, got '
+                    f'[{dom.low:g}, {dom.high:g}].'
                 )
         elif sdtype == 'boolean':
             dom.categories = [False, True]

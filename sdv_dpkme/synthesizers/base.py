@@ -34,7 +34,14 @@ from sdv_dpkme.domain import (
     transformer_for,
 )
 from sdv_dpkme.domain.discovery import warn_discovered
-from sdv_dpkme.domain.transformers import FIXED_SEED, DPDatetimeTransformer, DPNumericalTransformer
+from sdv_dpkme.domain.spec import is_discrete
+from sdv_dpkme.domain.transformers import (
+    FIXED_SEED,
+    DPCategoricalTransformer,
+    DPDatetimeTransformer,
+    DPDiscreteTransformer,
+    DPNumericalTransformer,
+)
 from sdv_dpkme.engines import (
     Objective,
     TabularGenerator,
@@ -345,7 +352,8 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
                 f"Transformer {type(transformer).__name__} for column '{column}' is refused: "
                 'SDV/RDT transformers learn statistics of the private data (means, min/max, '
                 'category frequencies) that would bypass the privacy mechanism. Use '
-                'DPNumericalTransformer/DPDatetimeTransformer/DPCategoricalTransformer from '
+                'DPNumericalTransformer/DPDatetimeTransformer/DPCategoricalTransformer/'
+                'DPDiscreteTransformer from '
                 'sdv_dpkme.domain with public parameters, or a generator for id/PII columns.'
             )
         self._user_transformers.update(column_name_to_transformer)
@@ -389,7 +397,9 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             if transformer is None or not transformer.output_columns:
                 continue
             cols = tuple(index[c] for c in transformer.output_columns)
-            kind = 'numeric' if self._domains[column].is_numeric else 'categorical'
+            # one-hot blocks (categories, discrete integer columns) are matched as categories
+            one_hot = isinstance(transformer, DPCategoricalTransformer)
+            kind = 'categorical' if one_hot else 'numeric'
             block = Block(column, kind, cols)
             if column == self.target_column:
                 target = block
@@ -559,6 +569,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             return 'discovered under DP (domain_discovery)' if d.discovered else 'declared'
 
         inputs = [f"bounds of '{d.name}': [{d.low:g}, {d.high:g}], {origin(d)}"
+                  + (' (one-hot over its integer values)' if is_discrete(d) else '')
                   for d in self._domains.values() if d.is_numeric]
         inputs += [f"categories of '{d.name}': {len(d.categories)} {origin(d)} + missing + "
                    'out-of-domain buckets' for d in self._domains.values() if not d.is_numeric]
@@ -615,7 +626,10 @@ def _domain_from_transformer(template, transformer):
     """A user's DP transformer for an undeclared column is a public declaration."""
     dom = ColumnDomain(name=template.name, sdtype=template.sdtype,
                        nullable=bool(transformer.nullable), nullable_declared=True)
-    if isinstance(transformer, DPNumericalTransformer):
+    if isinstance(transformer, DPDiscreteTransformer):
+        dom.low, dom.high = transformer.low, transformer.high
+        dom.integer, dom.scale = True, 'discrete'
+    elif isinstance(transformer, DPNumericalTransformer):
         dom.low, dom.high = transformer.low, transformer.high
         dom.integer = bool(transformer.integer)
         dom.decimal_places = transformer.decimal_places

@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 from scipy.stats import binom, norm
 
-from sdv_dpkme.domain import ColumnDomain, DomainError, discover
+from sdv_dpkme.domain import (
+    ColumnDomain,
+    DomainError,
+    DPDiscreteTransformer,
+    discover,
+    transformer_for,
+)
 from sdv_dpkme.domain.discovery import (
     DATETIME_EDGES,
     NAME,
@@ -255,3 +261,17 @@ def test_declared_log_scale_is_kept_on_discovered_bounds():
     with pytest.raises(DomainError, match='log scale'):
         discover(table, {'t': ColumnDomain(name='t', sdtype='datetime', scale='log')}, ledger(),
                  0.5)
+
+
+def test_declared_discrete_scale_on_discovered_bounds():
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({'stars': rng.integers(1, 6, 4000).astype(float),
+                          'wide': rng.integers(0, 5000, 4000).astype(float)})
+    undeclared = {'stars': num('stars', integer=True, scale='discrete'),
+                  'wide': num('wide', integer=True, scale='discrete')}
+    with pytest.warns(UserWarning, match="'wide'.*linear scale instead"):
+        domains = discover(table, undeclared, ledger(epsilon=5.0, seed=0), 0.5).domains
+    assert domains['stars'].scale == 'discrete' and domains['wide'].scale == 'linear'
+    assert isinstance(transformer_for(domains['stars']), DPDiscreteTransformer)
+    with pytest.raises(DomainError, match='integer numerical column'):
+        discover(table, {'f': num('f', scale='discrete')}, ledger(), 0.5)

@@ -49,5 +49,5 @@ def test_domain_spec_declares_the_scale():
     bad = {'columns': {'gain': {'min_value': -1, 'max_value': 9, 'scale': 'log'}}}
     with pytest.raises(DomainError, match='log scale'):
         resolve_domains(meta, merge_declarations(domain=bad), False)
-    with pytest.raises(DomainError, match="'linear' or 'log'"):
+    with pytest.raises(DomainError, match="'linear', 'log'"):
         merge_declarations(domain={'columns': {'gain': {'scale': 'sqrt'}}})
