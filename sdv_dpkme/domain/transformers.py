@@ -221,7 +221,7 @@ class DPCategoricalTransformer(PublicDomainTransformer):
 
 
 class DPDiscreteTransformer(DPCategoricalTransformer):
-    """An integer column with few public values, one-hot over every integer in [low, high].
+    """An integer column one-hot over every integer in [low, high] (``scale='discrete'``).
 
     The kernels then match each value's frequency (and its pairs with other columns) exactly,
     instead of through a length scale that blurs neighbouring values (educational-num takes 16
@@ -266,6 +266,7 @@ class DPDiscreteTransformer(DPCategoricalTransformer):
         values[codes >= len(self.categories)] = np.nan
         return values
 
+
 DP_TRANSFORMERS = (DPNumericalTransformer, DPCategoricalTransformer)
 
 
@@ -287,4 +288,3 @@ def transformer_for(domain):
             missing=missing,
         )
     return DPCategoricalTransformer(domain.categories, nullable=domain.nullable, missing=missing)
-
