@@ -52,6 +52,15 @@ def to_timestamps_ns(data, column, datetime_format=None):
     return values
 
 
+def warn_clipped(column, values, null, low, high, show):
+    """Warn (without saying which or how many) when non-missing values fall outside the bounds."""
+    if ((~null) & ((values < low) | (values > high))).any():
+        warnings.warn(
+            f"Column '{column}': values outside the public bounds [{show(low)}, {show(high)}] "
+            'are clipped to them.'
+        )
+
+
 class PublicDomainTransformer(BaseTransformer):
     """Base: constant seeds and no data-dependent state."""
 
@@ -107,12 +116,7 @@ class DPNumericalTransformer(PublicDomainTransformer):
         values = self._to_float(data)
         null = np.isnan(values)
         self._check_missing(null)
-        outside = (~null) & ((values < self.low) | (values > self.high))
-        if outside.any():
-            warnings.warn(
-                f"Column '{self.get_input_column()}': values outside the public bounds "
-                f'[{self._show(self.low)}, {self._show(self.high)}] are clipped to them.'
-            )
+        warn_clipped(self.get_input_column(), values, null, self.low, self.high, self._show)
         scaled = self._encode(np.clip(values, self.low, self.high))
         scaled[null] = 0.5
         if not self.nullable:
@@ -246,12 +250,7 @@ class DPDiscreteTransformer(DPCategoricalTransformer):
         values = to_numbers(data, self.get_input_column())
         null = np.isnan(values)
         self._check_missing(null)
-        outside = (~null) & ((values < self.low) | (values > self.high))
-        if outside.any():
-            warnings.warn(
-                f"Column '{self.get_input_column()}': values outside the public bounds "
-                f'[{self.low:g}, {self.high:g}] are clipped to them.'
-            )
+        warn_clipped(self.get_input_column(), values, null, self.low, self.high, '{:g}'.format)
         codes = np.round(np.clip(np.nan_to_num(values, nan=self.low), self.low, self.high))
         codes = (codes - self.low).astype(int)
         if self.nullable:
