@@ -1,4 +1,4 @@
-"""Integer columns with few public values, modelled one-hot over those values."""
+"""Integer columns declared 'discrete', modelled one-hot over their public values."""
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,15 @@ def test_round_trip_clips_rounds_and_warns():
     assert encoded[:, -1].sum() == 0  # values are clipped, never out of domain
     back = t.reverse_transform(pd.DataFrame(encoded, columns=t.output_columns))['x']
     np.testing.assert_array_equal(back.to_numpy(), [1, 2, 16, 1, 16, 3, 8])
+
+
+def test_state_does_not_depend_on_the_rows():
+    states = []
+    for values in ([1, 2, 3], [5, 5, 40]):
+        t = DPDiscreteTransformer(1, 5)
+        t.fit(pd.DataFrame({'x': values}), 'x')
+        states.append({k: v for k, v in vars(t).items() if k != 'random_states'})
+    assert states[0] == states[1]
 
 
 def test_missing_values_need_a_nullable_declaration():
