@@ -45,11 +45,16 @@ SCALES = ('linear', 'log', 'discrete')
 MAX_DISCRETE_VALUES = 256
 
 
+def discrete_bounds(low, high):
+    """Integer bounds with at most MAX_DISCRETE_VALUES integers between them."""
+    low, high = float(low), float(high)
+    return low.is_integer() and high.is_integer() and high - low + 1 <= MAX_DISCRETE_VALUES
+
+
 def fits_discrete(domain):
-    """An integer numerical column with integer bounds at most MAX_DISCRETE_VALUES apart."""
+    """An integer numerical column whose bounds are ``discrete_bounds``."""
     return (domain.sdtype == 'numerical' and bool(domain.integer)
-            and float(domain.low).is_integer() and float(domain.high).is_integer()
-            and domain.high - domain.low + 1 <= MAX_DISCRETE_VALUES)
+            and discrete_bounds(domain.low, domain.high))
 
 
 def is_discrete(domain):

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from rdt.transformers.base import BaseTransformer
 
-from sdv_dpkme.domain.spec import MAX_DISCRETE_VALUES, is_discrete
+from sdv_dpkme.domain.spec import MAX_DISCRETE_VALUES, discrete_bounds, is_discrete
 
 FIXED_SEED = 0
 MISSING = '__missing__'
@@ -238,7 +238,7 @@ class DPDiscreteTransformer(DPCategoricalTransformer):
 
     def __init__(self, low, high, nullable=False, missing='error'):
         low, high = float(low), float(high)
-        if not (low.is_integer() and high.is_integer()) or high - low + 1 > MAX_DISCRETE_VALUES:
+        if not discrete_bounds(low, high):
             raise ValueError(
                 f'a discrete column needs integer bounds with at most {MAX_DISCRETE_VALUES} '
                 f'values between them, got [{low:g}, {high:g}]'
@@ -272,7 +272,7 @@ DP_TRANSFORMERS = (DPNumericalTransformer, DPCategoricalTransformer)
 def transformer_for(domain):
     """The DP-safe transformer for a ColumnDomain."""
     missing = 'absorb' if domain.discovered else 'error'
-    if domain.sdtype == 'numerical' and is_discrete(domain):
+    if is_discrete(domain):
         return DPDiscreteTransformer(domain.low, domain.high, nullable=domain.nullable,
                                      missing=missing)
     if domain.sdtype == 'numerical':
