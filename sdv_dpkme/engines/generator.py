@@ -113,9 +113,12 @@ class Objective:
     weight: float = 1.0
     first_step: int = 0
     last_step: int = None  # exclusive; None = until the end
+    period: int = 1  # active on the steps where step % period == phase
+    phase: int = 0
 
     def active(self, step):
-        return step >= self.first_step and (self.last_step is None or step < self.last_step)
+        return (step >= self.first_step and (self.last_step is None or step < self.last_step)
+                and step % self.period == self.phase)
 
 
 def mmd_to_target(target, sums, sq_norms, counts, unbiased=True):
@@ -149,7 +152,8 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     per_class = max(1, batch_size // len(classes))
     labels = classes.repeat_interleave(per_class)
     y = nn.functional.one_hot(labels, generator.n_classes).float().to(device)
-    counts = y.sum(0).clamp(min=1)[:, None]
+    y_loss = y[:, classes.to(device)]  # only the sampled classes: the maps cost grows with C
+    counts = y_loss.sum(0).clamp(min=1)[:, None]
     fixed = [None if callable(o.target) else o.target.float().to(device) for o in objectives]
     history = []
     started = time.perf_counter()
@@ -164,9 +168,8 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
                 continue
             if target is None:
                 target = objective.target(step).float().to(device)
-            sums, sq_norms = objective.feature_map.class_moments(rows, y)
-            loss = mmd_to_target(target[classes], sums[classes], sq_norms[classes],
-                                 counts[classes], unbiased)
+            sums, sq_norms = objective.feature_map.class_moments(rows, y_loss)
+            loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased)
             total = total + objective.weight * loss
             key = objective.name + ' loss'
             record[key] = record.get(key, 0.0) + float(loss.detach())

@@ -59,17 +59,17 @@ class FourierSeries:
     def column_features(self, x, blocks):
         """One (n, width) tensor per numeric block, each of norm <= 1."""
         omega, amp = self._consts(x)
-        values = x[:, [b.columns[0] for b in blocks]]  # (n, p)
-        proj = values.unsqueeze(2) * omega  # (n, p, K)
-        psi = torch.cat([torch.cos(proj) * amp, torch.sin(proj) * amp], dim=2)
         parts = []
-        for j, b in enumerate(blocks):
+        for b in blocks:
+            # per column, not one (n, p, K) tensor split afterwards: the backward pass of each
+            # split would fill a zero tensor of the whole (n, p, 2K) size
+            proj = x[:, b.columns[0] : b.columns[0] + 1] * omega  # (n, K)
+            psi = torch.cat([torch.cos(proj) * amp, torch.sin(proj) * amp], dim=1)
             if b.nullable:
                 z = x[:, b.columns[1] : b.columns[1] + 1]
                 # squared norm (1 - z)^2 + z^2 + (1 - z)^2 <= 2 for z in [0, 1]
-                parts.append(torch.cat([(1 - z) * psi[:, j], z, 1 - z], dim=1) / math.sqrt(2))
-            else:
-                parts.append(psi[:, j])
+                psi = torch.cat([(1 - z) * psi, z, 1 - z], dim=1) / math.sqrt(2)
+            parts.append(psi)
         return parts
 
 

@@ -73,6 +73,8 @@ class KernelTerm:
     weight: float = 1.0
     first_step: int = 0
     last_step: int = None  # exclusive; None = until the end
+    period: int = 1  # used on the steps where step % period == phase
+    phase: int = 0
 
 
 @dataclass
@@ -514,6 +516,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
                 term.label, term.feature_map,
                 noisy / divisor,  # joint -> class-conditional means (post-processing)
                 weight=term.weight, first_step=term.first_step, last_step=term.last_step,
+                period=term.period, phase=term.phase,
             ))
         return objectives
 

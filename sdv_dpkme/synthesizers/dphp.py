@@ -12,6 +12,8 @@ Release plan (all Gaussian, composed exactly by one accountant):
 The generator is then trained against these fixed releases; private rows are not touched again.
 """
 
+from sdv.errors import SynthesizerInputError
+
 from sdv_dpkme.features import ProductKernelMap, SumKernelMap, draw_product_subsets
 from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer, KernelTerm
 
@@ -26,6 +28,10 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
             the product kernel over ``product_columns`` random columns, redrawn
             ``product_redraws`` times, each subset capped at ``max_product_features`` features.
         product_weight: weight of the product term in the loss.
+        product_schedule: when each product subset is matched in training. 'blocks' (the
+            paper's): subset r for a contiguous r-th share of the steps, so the last subset alone
+            shapes the end of training. 'cycle': subset r on the steps where step % R == r,
+            so every released subset is matched until the end. Same releases and cost per step.
         budget_shares: shares of the privacy precision for 'class_proportions', 'sum_kernel',
             'product_kernel', 'marginals', 'pairs' (normalised over the releases that exist).
         steps, batch_size, learning_rate, latent_dim, generator_dims: generator training.
@@ -41,13 +47,20 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, sum_order=100, sum_sigma2=0.05, product_order=5, product_sigma2=0.05,
                  product_columns=5, product_redraws=20, max_product_features=8192,
-                 product_weight=0.1, budget_shares=None, steps=500, batch_size=1024,
+                 product_weight=0.1, product_schedule='blocks', budget_shares=None, steps=500, batch_size=1024,
                  learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
                  marginal_length_scale=0.01, marginal_weight=1.0, pair_length_scale=0.1,
                  pair_weight=1.0):
         self._init_model(locals())
+        self._check_schedule()
+
+    def _check_schedule(self):
+        if self.product_schedule not in ('blocks', 'cycle'):
+            raise SynthesizerInputError(
+                f"product_schedule must be 'blocks' or 'cycle', got {self.product_schedule!r}."
+            )
 
     def _default_budget_shares(self):
         return {'class_proportions': 0.01, 'sum_kernel': 0.3, 'product_kernel': 0.19,
@@ -58,6 +71,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         terms = [KernelTerm('sum_kernel', 'Sum kernel', sum_map)]
         # a redraw that no training step would use must not be released
         redraws = min(self.product_redraws, self.steps)
+        self._check_schedule()
         if not (redraws and len(blocks) > 1 and self.product_columns > 1):
             return terms
         subsets = draw_product_subsets(
@@ -66,11 +80,15 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         )
         per_redraw = max(1, self.steps // len(subsets))
         for r, subset in enumerate(subsets):
+            if self.product_schedule == 'cycle':
+                schedule = dict(period=len(subsets), phase=r)
+            else:
+                schedule = dict(first_step=r * per_redraw,
+                                last_step=None if r == len(subsets) - 1 else (r + 1) * per_redraw)
             terms.append(KernelTerm(
                 'product_kernel', 'Product kernel',
                 ProductKernelMap(subset, self.product_order, self.product_sigma2),
-                weight=self.product_weight, first_step=r * per_redraw,
-                last_step=None if r == len(subsets) - 1 else (r + 1) * per_redraw,
+                weight=self.product_weight, **schedule,
             ))
         return terms
 
@@ -78,3 +96,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         n_product = sum(t.group == 'product_kernel' for t in terms)
         return [f'{n_product} product-kernel subsets drawn from the public layout with the model '
                 'RNG (data-independent).']
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault('product_schedule', 'blocks')  # saved before it existed
