@@ -11,7 +11,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import rdt
 import torch
 from rdt.transformers.id import RegexGenerator

@@ -6,7 +6,6 @@ import pickle
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 from sdv.errors import SynthesizerInputError
 

@@ -45,10 +45,14 @@ def test_cycle_matches_every_subset_until_the_end():
     assert [a[0] for a in active] == [s % 4 for s in range(steps)]
 
 
+def test_cycle_is_the_default():
+    assert DPHPSynthesizer(make_metadata(), epsilon=1.0).product_schedule == 'cycle'
+
+
 def test_blocks_ends_on_the_last_subset_alone():
     steps = 12
     count, active = active_products(
-        build(product_redraws=4, product_columns=2, steps=steps), steps
+        build(product_schedule='blocks', product_redraws=4, product_columns=2, steps=steps), steps
     )
     assert count == 4
     assert [a[0] for a in active] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
