@@ -1,9 +1,9 @@
 """Paired ablation of DP-HP / DP-MERF settings on UCI Adult (ε = 1 by default).
 
 Every arm is fitted on the same pairs (noise_seed, random_state): the test-only ``noise_seed``
-fixes the privacy noise, so the arms of one pair differ only by the setting under test and the
-noise-draw spread (±0.01 ROC between draws here) cancels out of the paired differences. This is
-for choosing defaults; ``adult.py`` (fresh noise, 3 seeds, every ε) is the protocol that the
+fixes the privacy noise, so the arms of one pair share their noise draw. Training still diverges
+between arms (any change moves the whole trajectory; single fits vary by about ±0.01 ROC), so
+judge an arm on several pairs, not one. This is for choosing defaults; ``adult.py`` (fresh noise, 3 seeds, every ε) is the protocol that the
 bars are judged on. Same split, sample size and evaluation as ``adult.py``.
 
     python benchmarks/adult_paired.py --method dphp \
