@@ -737,12 +737,13 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
         'sampling; the privacy noise is always fresh, so runs differ even at equal seeds.',
         '- **DP-HP / DP-MERF** (`sdv_dpkme`): `DPHPSynthesizer` / `DPMERFSynthesizer(metadata, '
         f'epsilon=ε, delta={DELTA:g}, domain=… (the public Adult domain `adult_domain.json`: '
-        'bounds, categories, integer columns, log scale for capital-gain and capital-loss), '
+        'bounds, categories, integer columns, log scale for capital-gain and capital-loss, '
+        'educational-num and hours-per-week one-hot over their integer values (`discrete`)), '
         'target_column="income", random_state=seed)`, '
         f'model kwargs {mk.get("dphp") or "default"} / {mk.get("dpmerf") or "default"}. '
-        'The defaults include the fine-scale `marginals` release (`marginal_length_scale=0.02`), '
-        'the `pairs` release (`pair_length_scale=0.1`) and the unbiased training loss '
-        '(docs/privacy.md). '
+        'The defaults include the fine-scale `marginals` release (`marginal_length_scale` 0.01 '
+        'for DP-HP, 0.02 for DP-MERF), the `pairs` release (`pair_length_scale=0.1`), the '
+        "unbiased training loss and, for DP-HP, `product_schedule='cycle'` (docs/privacy.md). "
         'ε = ∞ (*non-private*) is the same model without noise.',
         '- **GaussianCopula / CTGAN** (SDV 2.0, *non-DP* references): SDV defaults on the '
         'hand-written public metadata; CTGAN '

@@ -3,8 +3,9 @@
 Every arm is fitted on the same pairs (noise_seed, random_state): the test-only ``noise_seed``
 fixes the privacy noise, so the arms of one pair share their noise draw. Training still diverges
 between arms (any change moves the whole trajectory; single fits vary by about ±0.01 ROC), so
-judge an arm on several pairs, not one. This is for choosing defaults; ``adult.py`` (fresh noise, 3 seeds, every ε) is the protocol that the
-bars are judged on. Same split, sample size and evaluation as ``adult.py``.
+judge an arm on several pairs, not one. This is for choosing defaults; ``adult.py`` (fresh
+noise, 3 seeds, every ε) is the protocol that the bars are judged on. Same split, sample size
+and evaluation as ``adult.py``.
 
     python benchmarks/adult_paired.py --method dphp \
         --arm 'defaults={}' --arm 'cycle={"product_schedule": "cycle"}' \

@@ -73,3 +73,12 @@ def test_cycle_fits_and_releases_the_same_plan():
 def test_unknown_schedule_is_a_clear_error():
     with pytest.raises(SynthesizerInputError, match="product_schedule must be 'blocks' or"):
         build(product_schedule='random')
+
+
+def test_a_synthesizer_saved_before_the_option_loads_with_the_schedule_it_was_fitted_with():
+    state = dict(build().__dict__)
+    del state['product_schedule']
+    loaded = DPHPSynthesizer.__new__(DPHPSynthesizer)
+    loaded.__setstate__(state)
+    assert loaded.product_schedule == 'blocks'
+    assert loaded.get_parameters()['product_schedule'] == 'blocks'
