@@ -9,7 +9,7 @@ and evaluation as ``adult.py``.
 
     python benchmarks/adult_paired.py --method dphp \
         --arm 'defaults={}' --arm 'blocks={"product_schedule": "blocks"}' \
-        --arm 'discrete={"domain_scales": {"hours-per-week": "discrete"}}' \
+        --arm 'linear-hours={"domain_scales": {"hours-per-week": "linear"}}' \
         --pairs 10:0,12:2,200:0,201:1,202:2 --name dphp_example
 
 An arm is ``label=JSON`` of model kwargs; the key ``domain_scales`` instead sets the ``scale`` of
