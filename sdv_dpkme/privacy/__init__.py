@@ -1,7 +1,7 @@
 """Mechanisms, accountant and privacy report."""
 
 from sdv_dpkme.privacy.accountant import BudgetExceededError, PrivacyAccountant, validate_budget
-from sdv_dpkme.privacy.mechanisms import GaussianMechanism, NoiseSource
+from sdv_dpkme.privacy.mechanisms import GaussianMechanism, NoiseSource, NotPrivateWarning
 from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
 from sdv_dpkme.privacy.subsampled import SubsampledGaussianMechanism
 
@@ -10,6 +10,7 @@ __all__ = [
     'DeltaReservation',
     'GaussianMechanism',
     'NoiseSource',
+    'NotPrivateWarning',
     'PrivacyAccountant',
     'PrivacyReport',
     'Release',

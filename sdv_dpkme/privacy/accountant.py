@@ -1,8 +1,9 @@
 """One accountant per fit: calibrates noise multipliers and records every release.
 
-All releases here are non-subsampled Gaussian mechanisms. Their composition is exactly one Gaussian
-mechanism with multiplier sigma_eff = (sum_i count_i / sigma_i^2)^(-1/2) (Gaussian DP composition),
-whose (epsilon, delta) curve is the analytic Gaussian one (Balle & Wang 2018), evaluated by autodp.
+The composition of non-subsampled Gaussian releases is exactly one Gaussian mechanism with
+multiplier sigma_eff = (sum_i count_i / sigma_i^2)^(-1/2) (Gaussian DP composition), whose
+(epsilon, delta) curve is the analytic Gaussian one (Balle & Wang 2018), evaluated by autodp.
+With subsampled releases (minibatches) the spend is the min of two bounds, see ``subsampled``.
 
 A mechanism that is a Gaussian release *except on a bad event of probability <= p* (the thresholded
 histogram of domain discovery: a value held by one row passing the threshold) reserves p of delta
@@ -13,12 +14,15 @@ is (epsilon, delta)-DP.
 import math
 
 from sdv_dpkme.privacy._autodp import analytic_gaussian_multiplier, gaussian_epsilon
-from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
+from sdv_dpkme.privacy.report import FIXED_SEED_NOTE, DeltaReservation, PrivacyReport, Release
 from sdv_dpkme.privacy.subsampled import (
     ACCOUNTANT_SUBSAMPLED,
+    BOUND_EXACT,
+    BOUND_RDP,
     SAMPLING_WOR,
     calibrate_subsampled,
-    composed_epsilon,
+    epsilon_bounds,
+    tighter_bound,
 )
 
 REPLACE_ONE = (
@@ -135,20 +139,27 @@ class PrivacyAccountant:
         return math.inf if precision == 0 else 1 / math.sqrt(precision)
 
     def epsilon_spent(self, releases=None):
+        """epsilon at the Gaussian delta; with subsampled releases the min of the RDP and the
+        exact-Gaussian bounds (both valid, see ``subsampled``)."""
+        return self._spend(releases)[0]
+
+    def _spend(self, releases=None):
+        """(epsilon, {bound name: epsilon} or None when there is no subsampled release)."""
         releases = self.releases if releases is None else releases
         if not releases:
-            return 0.0
+            return 0.0, None
         if any(r.noise_multiplier == 0 for r in releases):
-            return math.inf
+            return math.inf, None
         plain = [r for r in releases if r.sampling == 'none']
         sampled = [r for r in releases if r.sampling != 'none']
         sigma_eff = self.effective_multiplier(plain)
         if not sampled:  # exact Gaussian composition
-            return gaussian_epsilon(sigma_eff, self.gaussian_delta)
-        return composed_epsilon(
+            return gaussian_epsilon(sigma_eff, self.gaussian_delta), None
+        bounds = epsilon_bounds(
             sigma_eff, [(r.noise_multiplier, r.sampling_probability, r.count) for r in sampled],
             self.gaussian_delta,
         )
+        return min(bounds.values()), bounds
 
     def calibrate_subsampled(self, sampling_probability, count):
         """Multiplier for ``count`` subsampled releases that spends the rest of the budget."""
@@ -180,22 +191,48 @@ class PrivacyAccountant:
         self.releases.append(release)
 
     def report(self, noise_source, public_inputs=(), notes=()):
+        """The privacy report of the releases so far.
+
+        ``noise_source``: the fit's ``NoiseSource`` (or its ``describe()`` string; a description
+        starting with 'fixed' means a fixed seed). With a fixed seed the noise is known, so
+        ``epsilon_spent`` is inf and ``epsilon_calibrated`` keeps what the releases would spend.
+        """
+        if isinstance(noise_source, str):
+            description = noise_source
+            fixed = description.startswith('fixed')
+        else:
+            description = noise_source.describe()
+            fixed = bool(noise_source.fixed)
+            if fixed != description.startswith('fixed'):  # guarantee_holds reads the prefix
+                raise ValueError(f'noise source description disagrees with fixed={fixed}')
         notes = [*self.notes, *notes]
         if not self.private:
             notes.append('epsilon=inf: NON-PRIVATE reference run, no noise was added.')
+        if fixed:
+            notes.append(FIXED_SEED_NOTE)
+        calibrated, bounds = self._spend()
+        accountant = ACCOUNTANT
+        if any(r.sampling != 'none' for r in self.releases):
+            accountant = ACCOUNTANT_SUBSAMPLED
+            if bounds is not None:
+                used = tighter_bound(bounds)
+                accountant += (
+                    f' -- the tighter one here: {used} ({BOUND_RDP} epsilon='
+                    f'{bounds[BOUND_RDP]:.6g}, {BOUND_EXACT} epsilon={bounds[BOUND_EXACT]:.6g})'
+                )
         return PrivacyReport(
             epsilon=self.epsilon,
             delta=self.delta,
-            epsilon_spent=self.epsilon_spent(),
+            epsilon_spent=math.inf if fixed else calibrated,
             neighbouring_relation=self.neighbouring_relation,
-            accountant=ACCOUNTANT if all(r.sampling == 'none' for r in self.releases)
-            else ACCOUNTANT_SUBSAMPLED,
-            noise_source=noise_source,
+            accountant=accountant,
+            noise_source=description,
             public_inputs=list(public_inputs),
             releases=list(self.releases),
             notes=notes,
             gaussian_delta=self.gaussian_delta,
             reserved_delta=list(self.reserved),
+            epsilon_calibrated=calibrated,
         )
 
 

@@ -1,9 +1,15 @@
 """Machine-readable record of what a fit spent."""
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
+
+FIXED_SEED_NOTE = (
+    'fixed noise seed: the noise is known, so the fit is NOT differentially private; '
+    'epsilon_spent is inf (epsilon_calibrated is what the releases would spend with secret noise)'
+)
 
 
 @dataclass
@@ -48,10 +54,26 @@ class PrivacyReport:
     # delta of the Gaussian composition: delta minus the reservations (epsilon_spent is at it)
     gaussian_delta: float = None
     reserved_delta: list = field(default_factory=list)
+    # what the releases spend if the noise is secret; epsilon_spent is inf when it is not
+    epsilon_calibrated: float = None
 
     def __post_init__(self):
+        self._settle()
+
+    def __setstate__(self, state):
+        # reports pickled before epsilon_calibrated existed load with it filled in
+        self.__dict__.update(state)
+        self._settle()
+
+    def _settle(self):
         if self.gaussian_delta is None:
             self.gaussian_delta = self.delta - sum(r.delta for r in self.reserved_delta)
+        if self.epsilon_calibrated is None:
+            self.epsilon_calibrated = self.epsilon_spent
+        if not self.guarantee_holds:  # known noise: no finite epsilon holds
+            self.epsilon_spent = math.inf
+            if FIXED_SEED_NOTE not in self.notes:
+                self.notes.append(FIXED_SEED_NOTE)
 
     @property
     def guarantee_holds(self):
@@ -75,9 +97,13 @@ class PrivacyReport:
         return pd.DataFrame([asdict(r) for r in self.releases])
 
     def __str__(self):
+        head = f'(epsilon={self.epsilon:g}, delta={self.delta:g})-DP; spent epsilon='
+        if not self.guarantee_holds:
+            head = ('NOT differentially private (fixed noise seed; target '
+                    f'epsilon={self.epsilon:g}, delta={self.delta:g}); spent epsilon=')
         lines = [
-            f'(epsilon={self.epsilon:g}, delta={self.delta:g})-DP; spent epsilon='
-            f'{self.epsilon_spent:.6g} at delta={self.gaussian_delta:g}'
+            f'{head}{self.epsilon_spent:.6g} (calibrated epsilon={self.epsilon_calibrated:.6g}) '
+            f'at delta={self.gaussian_delta:g}'
             + (' (Gaussian releases)' if self.reserved_delta else ''),
         ]
         lines += [f'reserved delta={r.delta:g} for {r.name}: {r.description}'

@@ -10,9 +10,11 @@ from sdv_dpkme.privacy import (
     GaussianMechanism,
     NoiseSource,
     PrivacyAccountant,
+    PrivacyReport,
     Release,
     validate_budget,
 )
+from sdv_dpkme.privacy.report import FIXED_SEED_NOTE
 from sdv_dpkme.privacy._autodp import analytic_gaussian_multiplier, mechanism_zoo
 
 
@@ -166,3 +168,55 @@ def test_public_dimension_override_and_details():
     mech.release(torch.zeros(7), name='h', description='', sensitivity=1.0,
                  noise_multiplier=10.0, dimension=3, details={'columns': ['a']})
     assert acct.releases[0].dimension == 3 and acct.releases[0].details == {'columns': ['a']}
+
+
+def _spent_plan():
+    acct = PrivacyAccountant(1.0, 1e-5)
+    sigma = acct.calibrate({'a': (1.0, 1)})['a']
+    acct.record(_release('a', sigma))
+    return acct
+
+
+@pytest.mark.parametrize('source', [NoiseSource(seed=1), NoiseSource(seed=1).describe()])
+def test_fixed_noise_seed_reports_no_guarantee(source):
+    # finding 7: a fixed seed makes the noise known, so no finite epsilon holds
+    acct = _spent_plan()
+    report = acct.report(source, notes=['other'])
+    assert report.epsilon_spent == math.inf and not report.guarantee_holds
+    assert 1.0 * (1 - 1e-6) <= report.epsilon_calibrated <= 1.0
+    assert report.epsilon_calibrated == acct.epsilon_spent()
+    assert report.notes == ['other', FIXED_SEED_NOTE]
+    text = str(report)
+    assert 'NOT differentially private' in text and 'spent epsilon=inf' in text
+    assert f'calibrated epsilon={report.epsilon_calibrated:.6g}' in text
+    data = report.to_dict()
+    assert data['epsilon_spent'] == math.inf and data['epsilon_calibrated'] <= 1.0
+    assert not data['guarantee_holds'] and '"epsilon_calibrated"' in report.to_json()
+    assert report.noise_source.startswith('fixed noise seed (TEST ONLY')
+
+
+def test_secret_noise_reports_the_calibrated_spend():
+    source = NoiseSource()
+    report = _spent_plan().report(source)
+    assert report.guarantee_holds and report.noise_source == source.describe()
+    assert report.epsilon_spent == report.epsilon_calibrated <= 1.0
+    assert FIXED_SEED_NOTE not in report.notes
+    assert f'calibrated epsilon={report.epsilon_calibrated:.6g}' in str(report)
+
+
+def test_reports_pickled_before_epsilon_calibrated_still_load():
+    for source, spent in [('secret', 0.9999), ('fixed noise seed (TEST ONLY: ...)', 0.9999)]:
+        report = _spent_plan().report(source)
+        report.epsilon_spent = spent  # what an old report held, with no epsilon_calibrated
+        del report.__dict__['epsilon_calibrated']
+        report.notes = []
+        loaded = pickle.loads(pickle.dumps(report))
+        assert loaded.epsilon_calibrated == spent
+        assert loaded.epsilon_spent == (spent if loaded.guarantee_holds else math.inf)
+        assert (FIXED_SEED_NOTE in loaded.notes) != loaded.guarantee_holds
+        assert 'calibrated epsilon=0.9999' in str(loaded) and loaded.to_dict()['epsilon_calibrated']
+
+
+def test_report_built_directly_defaults_epsilon_calibrated():
+    report = PrivacyReport(1.0, 1e-5, 0.5, 'replace-one', 'test', 'secret')
+    assert report.epsilon_calibrated == 0.5 and report.epsilon_spent == 0.5
