@@ -8,6 +8,7 @@ from sdv_dpkme.domain.spec import (
     merge_declarations,
     missing_domain_message,
     parse_domain_spec,
+    public_dtype,
     resolve_domains,
     strip_data_derived,
 )
@@ -34,6 +35,7 @@ __all__ = [
     'merge_declarations',
     'missing_domain_message',
     'parse_domain_spec',
+    'public_dtype',
     'resolve_domains',
     'strip_data_derived',
     'transformer_for',

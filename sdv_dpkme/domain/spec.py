@@ -14,11 +14,15 @@ import os
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 MODELLED = ('numerical', 'datetime', 'categorical', 'boolean', 'ordinal')
 # Metadata keys that SDV fills from the data; they are dropped unless the metadata is public.
-DATA_DERIVED_KEYS = ('range_min', 'range_max', 'range_values', 'range_is_nullable', 'decimal_places')
+# (``high_cardinality`` is one bit of the row count per value; ``datetime_format`` is read off
+# the rows' strings. A public datetime format is declared in the domain spec.)
+DATA_DERIVED_KEYS = ('range_min', 'range_max', 'range_values', 'range_is_nullable', 'decimal_places',
+                     'high_cardinality', 'datetime_format')
 
 # Per-column keys of a domain spec. The first block is SDV DayZ's parameter format.
 SPEC_KEYS = {
@@ -26,7 +30,7 @@ SPEC_KEYS = {
     'start_timestamp', 'end_timestamp',                    # DayZ datetime
     'category_values',                                     # DayZ categorical
     'missing_values_proportion',                           # DayZ, ignored: a data statistic
-    'nullable', 'integer', 'scale',                        # ours
+    'nullable', 'integer', 'scale', 'datetime_format',     # ours
 }
 # Top-level keys: DayZ's file and the bundled ``*_domain.json`` format.
 SPEC_TOP_KEYS = {
@@ -87,6 +91,32 @@ class ColumnDomain:
     @property
     def is_numeric(self):
         return self.sdtype in ('numerical', 'datetime')
+
+
+def public_dtype(domain):
+    """The pandas dtype of a modelled column in the synthetic table, from public facts only.
+
+    The private frame's dtypes are not public: one row flips them (a NaN turns int64 into
+    float64, a 40.5 an int column into floats, a None a bool column into objects). So the type
+    follows the domain: integer-ness, nullability, the datetime format and the categories.
+    """
+    if domain.sdtype == 'numerical':
+        if domain.integer:
+            return np.dtype('float64') if domain.nullable else np.dtype('int64')
+        return np.dtype('float64')
+    if domain.sdtype == 'datetime':
+        # a declared format means strings in that format, as SDV writes them
+        return np.dtype(object) if domain.datetime_format else np.dtype('datetime64[ns]')
+    values = [False, True] if domain.sdtype == 'boolean' else list(domain.categories)
+    if values and all(isinstance(v, (bool, np.bool_)) for v in values):
+        return np.dtype(object) if domain.nullable else np.dtype(bool)
+    if values and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                      for v in values):
+        return np.dtype('float64') if domain.nullable else np.dtype('int64')
+    if values and all(isinstance(v, (int, float, np.integer, np.floating))
+                      and not isinstance(v, (bool, np.bool_)) for v in values):
+        return np.dtype('float64')
+    return np.dtype(object)
 
 
 def _to_timestamp_ns(value, column, datetime_format=None):
@@ -186,8 +216,8 @@ def _table_entry(spec, table_name):
 def parse_domain_spec(spec, table_name=None):
     """Per-column declarations from one domain spec (dict or JSON path).
 
-    Returns ``{column: {'bounds', 'categories', 'nullable', 'decimal_places', 'integer'}}`` with
-    only the keys the spec declares. SDV DayZ's parameter format is accepted; its
+    Returns ``{column: {'bounds', 'categories', 'nullable', 'decimal_places', 'integer', 'scale',
+    'datetime_format'}}`` with only the keys the spec declares. SDV DayZ's parameter format is accepted; its
     ``missing_values_proportion`` and ``num_rows`` are statistics of a table, not domain facts,
     and are ignored with a warning.
     """
@@ -240,6 +270,13 @@ def parse_domain_spec(spec, table_name=None):
                 cats = [c for c in cats if not pd.isna(c)]
                 put(column, 'nullable', True)
             put(column, 'categories', cats)
+        if 'datetime_format' in params:
+            if not isinstance(params['datetime_format'], str) or not params['datetime_format']:
+                raise DomainError(
+                    f"domain['columns']['{column}']['datetime_format'] must be a strftime "
+                    "string such as '%Y-%m-%d'."
+                )
+            put(column, 'datetime_format', params['datetime_format'])
         if 'num_decimal_digits' in params:
             put(column, 'decimal_places', int(params['num_decimal_digits']))
         if 'scale' in params:
@@ -310,7 +347,12 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
         dom = ColumnDomain(name=column, sdtype=sdtype, nullable=bool(facts.get('nullable')),
                            nullable_declared='nullable' in facts)
         if sdtype in ('numerical', 'datetime'):
-            dom.datetime_format = meta.get('datetime_format')
+            # a format read off the rows is not public: only a declared one (or public metadata)
+            dom.datetime_format = facts.get('datetime_format') or (
+                meta.get('datetime_format') if metadata_is_public else None
+            )
+            if dom.datetime_format and sdtype != 'datetime':
+                raise DomainError(f"Column '{column}': datetime_format is for datetime columns.")
             rep = str(meta.get('computer_representation', 'Float'))
             dom.integer = sdtype == 'numerical' and bool(
                 facts.get('integer', rep.lower().startswith(('int', 'uint')))

@@ -8,7 +8,12 @@ and their indicator is modelled (so missingness goes through the mechanism). Oth
 is an error that says how to declare the column nullable (``missing='error'``), except on columns whose
 domain was discovered under DP (``missing='absorb'``): there an error would reveal that a missing value
 exists, so it is absorbed instead (numbers: imputed at the middle of the bounds; categories: put in
-the out-of-domain bucket).
+the out-of-domain bucket), and for the same reason no warning says that a value was clipped or fell
+outside the discovered categories.
+
+Date strings are parsed one value at a time: with the declared ``datetime_format``, or else each on
+its own (pandas' ``format='mixed'``). pandas would otherwise guess one format from the first row and
+apply it to all rows, so replacing that row could change how every other row is read.
 """
 
 import warnings
@@ -39,22 +44,30 @@ def to_numbers(data, column):
 
 
 def to_timestamps_ns(data, column, datetime_format=None):
-    """Nanosecond timestamps of a datetime column as floats (NaN where missing)."""
+    """Nanosecond timestamps of a datetime column as floats (NaN where missing).
+
+    Each value is parsed on its own (never with a format guessed from the first row).
+    """
+    series = pd.Series(data)
     try:
-        ts = pd.Series(pd.to_datetime(pd.Series(data), format=datetime_format))
+        if pd.api.types.is_datetime64_any_dtype(series):
+            ts = series
+        else:
+            ts = pd.Series(pd.to_datetime(series, format=datetime_format or 'mixed'))
     except (ValueError, TypeError) as err:
-        raise ValueError(
-            f"Column '{column}' holds values that are not dates in format "
-            f'{datetime_format!r}: {err}'
-        ) from None
+        fmt = f' in format {datetime_format!r}' if datetime_format else ''
+        raise ValueError(f"Column '{column}' holds values that are not dates{fmt}: {err}") from None
     values = ts.astype('datetime64[ns]').astype('int64').astype(float).to_numpy()
     values[ts.isna().to_numpy()] = np.nan
     return values
 
 
-def warn_clipped(column, values, null, low, high, show):
-    """Warn (without saying which or how many) when non-missing values fall outside the bounds."""
-    if ((~null) & ((values < low) | (values > high))).any():
+def warn_clipped(column, values, null, low, high, show, quiet=False):
+    """Warn (without saying which or how many) when non-missing values fall outside the bounds.
+
+    ``quiet`` for discovered domains: there the warning would be the one bit discovery hides.
+    """
+    if not quiet and ((~null) & ((values < low) | (values > high))).any():
         warnings.warn(
             f"Column '{column}': values outside the public bounds [{show(low)}, {show(high)}] "
             'are clipped to them.'
@@ -70,6 +83,11 @@ class PublicDomainTransformer(BaseTransformer):
 
     def _fit(self, columns_data):
         pass  # the domain is public: nothing to learn
+
+    @property
+    def quiet(self):
+        """A discovered domain ('absorb'): say nothing about the values it holds or misses."""
+        return self.missing == 'absorb'
 
     def _check_missing(self, null):
         if self.missing not in MISSING_RULES:
@@ -116,7 +134,8 @@ class DPNumericalTransformer(PublicDomainTransformer):
         values = self._to_float(data)
         null = np.isnan(values)
         self._check_missing(null)
-        warn_clipped(self.get_input_column(), values, null, self.low, self.high, self._show)
+        warn_clipped(self.get_input_column(), values, null, self.low, self.high, self._show,
+                     self.quiet)
         scaled = self._encode(np.clip(values, self.low, self.high))
         scaled[null] = 0.5
         if not self.nullable:
@@ -211,7 +230,7 @@ class DPCategoricalTransformer(PublicDomainTransformer):
 
     def _transform(self, data):
         codes = self._codes(data)
-        if (codes == len(self.buckets) - 1).any():
+        if not self.quiet and (codes == len(self.buckets) - 1).any():
             warnings.warn(
                 f"Column '{self.get_input_column()}': values outside the public categories are "
                 'mapped to an out-of-domain bucket (sampled as missing).'
@@ -250,7 +269,8 @@ class DPDiscreteTransformer(DPCategoricalTransformer):
         values = to_numbers(data, self.get_input_column())
         null = np.isnan(values)
         self._check_missing(null)
-        warn_clipped(self.get_input_column(), values, null, self.low, self.high, '{:g}'.format)
+        warn_clipped(self.get_input_column(), values, null, self.low, self.high, '{:g}'.format,
+                     self.quiet)
         codes = np.round(np.clip(np.nan_to_num(values, nan=self.low), self.low, self.high))
         codes = (codes - self.low).astype(int)
         if self.nullable:

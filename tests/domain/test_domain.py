@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -6,6 +8,7 @@ from sdv_dpkme.domain import (
     DomainError,
     DPCategoricalTransformer,
     DPDatetimeTransformer,
+    DPDiscreteTransformer,
     DPNumericalTransformer,
     build_domains,
     strip_data_derived,
@@ -100,13 +103,28 @@ def test_discovered_columns_absorb_missing_values_instead_of_raising():
     # an error would tell whoever sees the fit fail that a missing value exists
     t, out = _fit(DPNumericalTransformer(0, 10, missing='absorb'), [1.0, np.nan])
     assert list(out.columns) == ['c'] and out['c'].tolist() == [0.1, 0.5]
-    with pytest.warns(UserWarning, match='out-of-domain'):
-        t, out = _fit(DPCategoricalTransformer(['a'], missing='absorb'), ['a', None])
+    t, out = _fit(DPCategoricalTransformer(['a'], missing='absorb'), ['a', None])
     assert out.to_numpy().argmax(1).tolist() == [0, 1]  # the out-of-domain bucket
     t, out = _fit(DPDatetimeTransformer(0, 10**18, missing='absorb'), ['2001-01-01', None])
     assert out['c'].iloc[1] == 0.5
     with pytest.raises(ValueError, match='missing must be'):
         _fit(DPNumericalTransformer(0, 10, missing='drop'), [1.0])
+
+
+@pytest.mark.parametrize('make,values', [
+    (lambda m: DPNumericalTransformer(0, 10, missing=m), [1.0, 50.0]),
+    (lambda m: DPDiscreteTransformer(0, 10, missing=m), [1.0, -5.0]),
+    (lambda m: DPCategoricalTransformer(['a'], missing=m), ['a', 'CANARY']),
+    (lambda m: DPDatetimeTransformer(0, 10**17, missing=m), ['1971-01-01', '2100-01-01']),
+])
+def test_discovered_columns_never_say_a_value_lies_outside(make, values):
+    # finding 9: on a DP-discovered domain, 'clipped' / 'out-of-domain' would be the one bit
+    # (some value lies outside the released domain) that discovery promises not to reveal
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        _fit(make('absorb'), values)
+    with pytest.warns(UserWarning, match='clipped|out-of-domain'):  # declared domains do warn
+        _fit(make('error'), values)
 
 
 def test_transformer_for_discovered_domain():
@@ -116,3 +134,18 @@ def test_transformer_for_discovered_domain():
     assert transformer_for(dom).missing == 'absorb'
     dom.discovered = False
     assert transformer_for(dom).missing == 'error'
+
+
+def test_date_strings_are_parsed_one_by_one_not_by_a_format_guessed_from_row_0():
+    # pandas guesses one format from the first value and applies it to all rows: replacing row 0
+    # ('01/03/2020' -> '13/03/2020') then re-read every other row day-first, moving the whole
+    # embedding by more than one row's worth (measured: sum kernel 0.0263 > 2/n = 0.025)
+    rows = ['02/04/2020', '11/05/2021', '07/12/2020']
+    low, high = pd.Timestamp('2019-01-01').value, pd.Timestamp('2022-01-01').value
+    encoded = [_fit(DPDatetimeTransformer(low, high), [first, *rows])[1]['c'].to_numpy()
+               for first in ('01/03/2020', '13/03/2020')]
+    assert np.array_equal(encoded[0][1:], encoded[1][1:])
+    assert encoded[0][0] != encoded[1][0]
+    # a declared format reads every value with it
+    t, out = _fit(DPDatetimeTransformer(low, high, datetime_format='%d/%m/%Y'), ['02/04/2020'])
+    assert out['c'].iloc[0] == pytest.approx((pd.Timestamp('2020-04-02').value - low) / (high - low))

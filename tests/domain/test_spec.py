@@ -85,7 +85,13 @@ def test_partial_spec_leaves_the_rest_to_discovery():
     declared, undeclared, hints = resolve_domains(META, merge_declarations(domain=spec), False)
     assert set(declared) == {'age', 'vip'}
     assert set(undeclared) == {'fee', 'when', 'room'}
-    assert undeclared['when'].datetime_format == '%Y-%m-%d'
+    # finding 5: a format in (possibly detected) metadata is not public; a declared one is
+    assert undeclared['when'].datetime_format is None
+    _, public, _ = resolve_domains(META, merge_declarations(domain=spec), True)
+    assert public['when'].datetime_format == '%Y-%m-%d'
+    declared_format = {'columns': {'when': {'datetime_format': '%d/%m/%Y'}}}
+    _, undeclared, _ = resolve_domains(META, merge_declarations(domain=declared_format), False)
+    assert undeclared['when'].datetime_format == '%d/%m/%Y'
     assert len(hints) == 3
 
 
