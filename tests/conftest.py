@@ -3,18 +3,29 @@ import pandas as pd
 import pytest
 from sdv.metadata import Metadata
 
+from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+
 FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
             generator_dims=(32,), latent_dim=8, verbose=False)
 # the same small settings for DP-MERF (its own feature-map arguments instead of DP-HP's)
 FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_size=64,
                  generator_dims=(32,), latent_dim=8, verbose=False)
-# per synthesizer: fast settings and the release groups a fit with a target must report
-FAST_BY_CLASS = {
-    'DPHPSynthesizer': (
-        FAST, {'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'}
+# Every synthesizer class, listed once: its fast settings, the release groups a fit with a target
+# must report, and its modes (extra arguments that take another privacy path). The contract tests
+# and the adversarial privacy suite (tests/privacy/test_adversarial.py) run against every entry,
+# and that suite fails when a synthesizer class of the package is missing here.
+SYNTHESIZERS = {
+    DPHPSynthesizer: dict(
+        fast=FAST, groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'},
+        modes={'default': {}},
     ),
-    'DPMERFSynthesizer': (FAST_MERF, {'class_proportions', 'embedding', 'marginals', 'pairs'}),
+    DPMERFSynthesizer: dict(
+        fast=FAST_MERF, groups={'class_proportions', 'embedding', 'marginals', 'pairs'},
+        modes={'single': {}, 'minibatch': {'releases': 'minibatch', 'minibatch_size': 32}},
+    ),
 }
+# per synthesizer name: (fast settings, release groups)
+FAST_BY_CLASS = {cls.__name__: (v['fast'], v['groups']) for cls, v in SYNTHESIZERS.items()}
 NULLABLE = ['income']
 BOUNDS = {'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')}
 CATEGORIES = {'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']}

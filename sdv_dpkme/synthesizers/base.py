@@ -29,7 +29,6 @@ from sdv_dpkme.domain import (
     merge_declarations,
     missing_domain_message,
     resolve_domains,
-    strip_data_derived,
     transformer_for,
 )
 from sdv_dpkme.domain.discovery import warn_discovered
@@ -50,8 +49,23 @@ from sdv_dpkme.engines import (
     train_generator,
 )
 from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap, pair_blocks_within
-from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant, validate_budget
+from sdv_dpkme.privacy import (
+    GaussianMechanism,
+    NoiseSource,
+    NotPrivateWarning,
+    PrivacyAccountant,
+    validate_budget,
+)
 from sdv_dpkme.synthesizers.model import KMEModel
+from sdv_dpkme.synthesizers.public_state import (
+    column_dtypes,
+    fit_constraints_publicly,
+    generated_column,
+    public_metadata,
+    safe_generator,
+    unit_box,
+    warn_undeclared_types,
+)
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
 # derived column is ever modelled without a public domain.
@@ -140,12 +154,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             raise SynthesizerInputError(
                 f'metadata must be an sdv.metadata.Metadata, got {type(metadata).__name__}.'
             )
-        public = metadata.to_dict()
-        if not metadata_is_public:
-            for table in public.get('tables', {}).values():
-                table['columns'] = {
-                    name: strip_data_derived(meta) for name, meta in table['columns'].items()
-                }
+        public = public_metadata(metadata, metadata_is_public, domain)
         super().__init__(
             Metadata.load_from_dict(public),
             enforce_min_max_values=False,
@@ -265,37 +274,38 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
 
     # ---------------------------------------------------------------- transformers
     def _build_config(self, table_data):
-        """SDV's config with every modelled column on a public-domain transformer."""
+        """SDV's config with every modelled column on a public-domain transformer and every
+        other column on a generator chosen from its metadata alone (never from the rows)."""
         config = self._data_processor._create_config(table_data)
         columns = self._data_processor.metadata.columns
         for column, transformer in list(config['transformers'].items()):
-            if column in self._domains:
+            if isinstance(column, tuple):  # SDV's multi-column transformers (enterprise add-ons)
+                if transformer is not None and not transformer.is_generator():
+                    raise SynthesizerInputError(
+                        f'Columns {column} would be modelled together by '
+                        f'{type(transformer).__name__}, which learns from the private rows.'
+                    )
+            elif column in self._domains:
                 config['transformers'][column] = transformer_for(self._domains[column])
             elif column in self._undeclared:
                 config['transformers'][column] = None  # its domain is only known after discovery
-            elif columns.get(column, {}).get('sdtype') == 'unknown':
-                # SDV sizes its pattern from the digits of the column's min/max (leak L7)
-                config['transformers'][column] = AnonymizedFaker(
-                    function_name='bothify', function_kwargs={'text': 'sdv-pii-?????'}
-                )
-            elif config['sdtypes'][column] in ('id', 'pii', 'text'):
-                config['transformers'][column] = self._generator_for(transformer)
+            else:
+                config['transformers'][column] = self._generated_column(column)
+                config['sdtypes'][column] = 'id' if columns[column]['sdtype'] == 'id' else 'pii'
         for column, transformer in self._user_transformers.items():
             if not isinstance(transformer, DP_TRANSFORMERS):
-                transformer = self._generator_for(transformer)
+                transformer = safe_generator(transformer)
             config['transformers'][column] = transformer
         return config
 
-    @staticmethod
-    def _generator_for(transformer):
-        """Generated, never modelled: SDV would copy real ids of non-key id columns (leak L6)."""
-        if isinstance(transformer, (RegexGenerator, AnonymizedFaker)):
-            if transformer.cardinality_rule not in (None, 'unique'):
-                transformer.cardinality_rule = None  # 'match'/'scale' store data statistics
-            if isinstance(transformer, AnonymizedFaker):
-                transformer.missing_value_generation = None  # would store the exact null rate
-            return transformer
-        return AnonymizedFaker(function_name='bothify', function_kwargs={'text': 'sdv-id-??????'})
+    def _generated_column(self, column):
+        return generated_column(column, self._data_processor.metadata.columns[column],
+                                self._data_processor, self.locales)
+
+    def _column_dtypes(self, columns, domains):
+        fields = self._data_processor._hyper_transformer.field_transformers
+        return column_dtypes(columns, domains, lambda c: (
+            self._user_transformers.get(c) or fields.get(c) or self._generated_column(c)))
 
     def _reseed_generators(self):
         for transformer in self._data_processor._hyper_transformer.field_transformers.values():
@@ -312,6 +322,13 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
 
     def _open_ledger(self):
         """One accountant and noise source per fit; every release of the fit goes through it."""
+        if self.noise_seed is not None:  # also when set after construction or copied over
+            warnings.warn(
+                f'noise_seed={self.noise_seed!r} fixes the privacy noise: anyone who knows it can '
+                'remove the noise, so this fit is NOT differentially private (its privacy '
+                'report says epsilon_spent=inf). Use it only in tests; leave it None otherwise.',
+                NotPrivateWarning,
+            )
         accountant = PrivacyAccountant(self.epsilon, self.delta)
         noise = NoiseSource(self.noise_seed)
         self._ledger = Ledger(accountant, noise, GaussianMechanism(accountant, noise))
@@ -329,8 +346,30 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             warnings.filterwarnings('ignore', module='rdt.hyper_transformer')
             processor.fit(table_data)
         processor.formatters = {}  # SDV formatters learn exact min/max and rounding (leak L2)
+        # SDV keeps the private frame's dtypes, which one row flips (a NaN in an int column)
+        processor._dtypes = self._column_dtypes(table_data.columns, self._domains)
         self._reseed_generators()
+        warn_undeclared_types(self._domains, table_data)
         return processor.transform(table_data)
+
+    def _validate_transform_constraints(self, table_data, enforce_constraint_fitting=False):
+        """Constraints are checked on the rows but fitted on an empty table of public dtypes."""
+        if self._constraints_fitted and not enforce_constraint_fitting:
+            return table_data
+        declared, undeclared = self._resolve_domains()
+        fit_constraints_publicly(
+            self._reject_sampling_constraints, table_data, self._original_metadata,
+            self._column_dtypes(table_data.columns, {**declared, **undeclared}),
+        )
+        self._constraints_fitted = True
+        return table_data
+
+    def validate(self, data):
+        with warnings.catch_warnings():
+            # SDV's advice (a datetime_format in the metadata) does not apply: detected formats
+            # are not public here; warn_undeclared_types says what to declare instead
+            warnings.filterwarnings('ignore', message="No 'datetime_format' is present")
+            super().validate(data)
 
     def auto_assign_transformers(self, data):
         """Show the transformers a fit would use (nothing is learned from the data).
@@ -412,9 +451,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         blocks, target = self._layout(processed_data)
         if not blocks:
             raise SynthesizerInputError('There is no modelled column besides the target.')
-        x = processed_data.to_numpy(dtype=np.float64)
-        if not np.isfinite(x).all():
-            raise ValueError('The encoded table holds non-finite values; this is a bug.')
+        x = unit_box(processed_data)
         labels = None
         if target is not None:
             labels = x[:, list(target.columns)].argmax(axis=1)
@@ -550,7 +587,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             self.learning_rate, resolve_device(self.device), model_rng, verbose=self.verbose,
         )
         report = ledger.accountant.report(
-            ledger.noise.describe(), public_inputs=self._public_inputs(),
+            ledger.noise, public_inputs=self._public_inputs(),
             notes=self._report_notes(terms),
         )
         return KMEModel(generator, columns, target, weights, history), report

@@ -10,15 +10,14 @@ import pytest
 import torch
 from sdv.cag import FixedCombinations, Inequality
 from sdv.errors import InvalidDataError, SynthesizerInputError
+from sdv.metadata import Metadata
 from sdv.sampling import Condition
 from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
 from sdv_dpkme.privacy._autodp import mechanism_zoo
 from sdv_dpkme.domain import DPCategoricalTransformer
-from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, make_metadata, make_table
-
-SYNTHESIZERS = [DPHPSynthesizer, DPMERFSynthesizer]
+from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, SYNTHESIZERS, make_metadata, make_table
 
 
 def build(cls, metadata=None, **kwargs):
@@ -28,7 +27,7 @@ def build(cls, metadata=None, **kwargs):
     return cls(metadata or make_metadata(), **args)
 
 
-@pytest.fixture(params=SYNTHESIZERS, ids=lambda c: c.__name__)
+@pytest.fixture(params=list(SYNTHESIZERS), ids=lambda c: c.__name__)
 def cls(request):
     return request.param
 
@@ -214,6 +213,58 @@ def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
     synth = build(cls, metadata=detected)
     assert 'range_min' not in str(synth.metadata.to_dict())
     assert 'range_values' not in str(synth._original_metadata.to_dict())
+
+
+def test_detected_cardinality_flags_and_datetime_formats_are_not_kept(cls, table):
+    # finding 5: detection writes high_cardinality (one bit of the rows) and a datetime_format
+    # read off the rows' strings; neither may shape the model or travel with it
+    data = table.assign(when=table['when'].dt.strftime('%Y-%m-%d'))
+    detected = Metadata.detect_from_dataframes({'t': data})
+    detected.update_column('user', table_name='t', sdtype='id')
+    detected.update_column('flag', table_name='t', sdtype='boolean')
+    detected.update_column('city', table_name='t', sdtype='categorical')
+    columns = detected.to_dict()['tables']['t']['columns']
+    assert 'high_cardinality' in columns['label'] and columns['when']['datetime_format']
+    with pytest.warns(UserWarning, match=r"datetime_format of \['when'\]"):
+        synth = build(cls, metadata=detected)
+    for kept in (synth.metadata, synth._original_metadata, synth._data_processor.metadata):
+        text = str(kept.to_dict())
+        assert 'high_cardinality' not in text and '%Y-%m-%d' not in text
+    with pytest.warns(UserWarning, match=r"\['when'\] hold strings but have no declared"):
+        synth.fit({'t': data})
+    assert synth._domains['when'].datetime_format is None
+    assert b'%Y-%m-%d' not in pickle.dumps(synth)
+    assert synth.sample(5)['t']['when'].dtype == 'datetime64[ns]'
+    public = build(cls, metadata=detected, metadata_is_public=True)
+    assert public._original_metadata.to_dict()['tables']['t']['columns']['when'][
+        'datetime_format'] == '%Y-%m-%d'
+    spec = {'columns': {'when': {'datetime_format': '%Y-%m-%d'}}}
+    declared = build(cls, metadata=detected, domain=spec)
+    declared.fit({'t': data})
+    out = declared.sample(20)['t']['when']
+    assert out.dtype == object and pd.to_datetime(out, format='%Y-%m-%d').notna().all()
+
+
+def test_output_dtypes_follow_the_declared_domain_not_the_private_frame(cls, table):
+    # finding 4: one NaN / None / 40.5 used to flip the stored dtype; now only declarations count
+    spec = {'columns': {'age': {'integer': True}, 'income': {'integer': True}}}
+    synth = build(cls, domain=spec, nullable_columns=['income', 'flag'])
+    data = table.astype({'flag': object})
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': data})
+        out = synth.sample(30)['t']
+    dtypes = out.dtypes.astype(str).to_dict()
+    assert dtypes['age'] == 'int64'  # integer, not nullable
+    assert dtypes['income'] == 'float64'  # integer but nullable: NaN needs floats
+    assert dtypes['flag'] == 'object'  # nullable boolean
+    assert dtypes['city'] == 'object' and dtypes['when'] == 'datetime64[ns]'
+    assert dtypes['pk'] == 'int64' and dtypes['user'] == 'int64'  # ids without a regex
+    assert dtypes['email'] == 'object'
+    plain = build(cls)
+    with pytest.warns(UserWarning, match=r"\['age'\] are stored as integers but not declared"):
+        plain.fit({'t': table})
+    assert plain.sample(10)['t']['age'].dtype == 'float64'
 
 
 @pytest.mark.parametrize('kwargs,match', [
