@@ -16,7 +16,8 @@ FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_siz
 # and that suite fails when a synthesizer class of the package is missing here.
 SYNTHESIZERS = {
     DPHPSynthesizer: dict(
-        fast=FAST, groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'},
+        fast=FAST,
+        groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'},
         modes={'default': {}},
     ),
     DPMERFSynthesizer: dict(

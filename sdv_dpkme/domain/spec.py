@@ -21,8 +21,8 @@ MODELLED = ('numerical', 'datetime', 'categorical', 'boolean', 'ordinal')
 # Metadata keys that SDV fills from the data; they are dropped unless the metadata is public.
 # (``high_cardinality`` is one bit of the row count per value; ``datetime_format`` is read off
 # the rows' strings. A public datetime format is declared in the domain spec.)
-DATA_DERIVED_KEYS = ('range_min', 'range_max', 'range_values', 'range_is_nullable', 'decimal_places',
-                     'high_cardinality', 'datetime_format')
+DATA_DERIVED_KEYS = ('range_min', 'range_max', 'range_values', 'range_is_nullable',
+                     'decimal_places', 'high_cardinality', 'datetime_format')
 
 # Per-column keys of a domain spec. The first block is SDV DayZ's parameter format.
 SPEC_KEYS = {
@@ -217,9 +217,9 @@ def parse_domain_spec(spec, table_name=None):
     """Per-column declarations from one domain spec (dict or JSON path).
 
     Returns ``{column: {'bounds', 'categories', 'nullable', 'decimal_places', 'integer', 'scale',
-    'datetime_format'}}`` with only the keys the spec declares. SDV DayZ's parameter format is accepted; its
-    ``missing_values_proportion`` and ``num_rows`` are statistics of a table, not domain facts,
-    and are ignored with a warning.
+    'datetime_format'}}`` with only the keys the spec declares. SDV DayZ's parameter format is
+    accepted; its ``missing_values_proportion`` and ``num_rows`` are statistics of a table, not
+    domain facts, and are ignored with a warning.
     """
     if spec is None:
         return {}

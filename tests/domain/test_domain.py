@@ -148,4 +148,5 @@ def test_date_strings_are_parsed_one_by_one_not_by_a_format_guessed_from_row_0()
     assert encoded[0][0] != encoded[1][0]
     # a declared format reads every value with it
     t, out = _fit(DPDatetimeTransformer(low, high, datetime_format='%d/%m/%Y'), ['02/04/2020'])
-    assert out['c'].iloc[0] == pytest.approx((pd.Timestamp('2020-04-02').value - low) / (high - low))
+    expected = (pd.Timestamp('2020-04-02').value - low) / (high - low)
+    assert out['c'].iloc[0] == pytest.approx(expected)

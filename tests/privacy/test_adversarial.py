@@ -132,7 +132,8 @@ def test_neighbouring_tables_give_the_same_fitted_object(cls, mode, name):
 
 def test_the_graph_walk_sees_a_planted_fact():
     # guard against a walk that compares nothing: one row's value hidden deep in a transformer
-    cls, mode = next(iter(SYNTHESIZERS)), next(iter(SYNTHESIZERS[next(iter(SYNTHESIZERS))]['modes']))
+    cls = next(iter(SYNTHESIZERS))
+    mode = next(iter(SYNTHESIZERS[cls]['modes']))
     base_graph = base_fit(cls, mode)[0]
     synth = build(cls, mode)
     fit(synth, attack.table())
@@ -185,7 +186,8 @@ def test_canary_tokens_are_found_where_they_are_planted():
     tokens = _tokens()
     expected = [name for name in tokens
                 if name.endswith((' str', ' ns int64')) or name in (
-                    'income float32', 'income float64', 'hi float64', 'pk int64', 'big int64', 'steps int64')]
+                    'income float32', 'income float64', 'hi float64', 'pk int64', 'big int64',
+                    'steps int64')]
     assert len(expected) >= 12
     assert not [name for name in expected if tokens[name] not in blob]
 
