@@ -14,7 +14,7 @@ is (epsilon, delta)-DP.
 import math
 
 from sdv_dpkme.privacy._autodp import analytic_gaussian_multiplier, gaussian_epsilon
-from sdv_dpkme.privacy.report import FIXED_SEED_NOTE, DeltaReservation, PrivacyReport, Release
+from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
 from sdv_dpkme.privacy.subsampled import (
     ACCOUNTANT_SUBSAMPLED,
     BOUND_EXACT,
@@ -193,24 +193,15 @@ class PrivacyAccountant:
     def report(self, noise_source, public_inputs=(), notes=()):
         """The privacy report of the releases so far.
 
-        ``noise_source``: the fit's ``NoiseSource`` (or its ``describe()`` string; a description
-        starting with 'fixed' means a fixed seed). With a fixed seed the noise is known, so
-        ``epsilon_spent`` is inf and ``epsilon_calibrated`` keeps what the releases would spend.
+        ``noise_source``: the fit's ``NoiseSource`` or its ``describe()`` string. With a fixed
+        seed the report itself sets ``epsilon_spent`` to inf (``epsilon_calibrated`` keeps what
+        the releases would spend with secret noise).
         """
-        if isinstance(noise_source, str):
-            description = noise_source
-            fixed = description.startswith('fixed')
-        else:
-            description = noise_source.describe()
-            fixed = bool(noise_source.fixed)
-            if fixed != description.startswith('fixed'):  # guarantee_holds reads the prefix
-                raise ValueError(f'noise source description disagrees with fixed={fixed}')
+        description = noise_source if isinstance(noise_source, str) else noise_source.describe()
         notes = [*self.notes, *notes]
         if not self.private:
             notes.append('epsilon=inf: NON-PRIVATE reference run, no noise was added.')
-        if fixed:
-            notes.append(FIXED_SEED_NOTE)
-        calibrated, bounds = self._spend()
+        spent, bounds = self._spend()
         accountant = ACCOUNTANT
         if any(r.sampling != 'none' for r in self.releases):
             accountant = ACCOUNTANT_SUBSAMPLED
@@ -223,7 +214,7 @@ class PrivacyAccountant:
         return PrivacyReport(
             epsilon=self.epsilon,
             delta=self.delta,
-            epsilon_spent=math.inf if fixed else calibrated,
+            epsilon_spent=spent,
             neighbouring_relation=self.neighbouring_relation,
             accountant=accountant,
             noise_source=description,
@@ -232,7 +223,6 @@ class PrivacyAccountant:
             notes=notes,
             gaussian_delta=self.gaussian_delta,
             reserved_delta=list(self.reserved),
-            epsilon_calibrated=calibrated,
         )
 
 

@@ -59,10 +59,6 @@ class NoiseSource:
         self._key = _key_from_seed(seed) if self.fixed else secrets.token_bytes(KEY_BYTES)
         self._counter = 0
 
-    @property
-    def key_bits(self):
-        return 8 * len(self._key)
-
     def describe(self):
         if self.fixed:
             return 'fixed noise seed (TEST ONLY: the noise is known, the DP guarantee is void)'
@@ -118,10 +114,6 @@ class NoiseSource:
             ranked = keys[order]
             if not np.any(ranked[1:] == ranked[:-1]):
                 return torch.from_numpy(order[:k].astype(np.int64))
-
-    def permutation(self, n):
-        """Uniformly random permutation of range(n) (LongTensor)."""
-        return self.sample_without_replacement(n, n)
 
     def __getstate__(self):
         raise TypeError('the privacy noise source must never be saved')

@@ -104,11 +104,6 @@ def tighter_bound(bounds):
     return min(bounds, key=lambda name: (bounds[name], name != BOUND_RDP))
 
 
-def composed_epsilon(gaussian_multiplier, subsampled, delta):
-    """epsilon at ``delta``: the smaller of the RDP and the exact-Gaussian bounds."""
-    return min(epsilon_bounds(gaussian_multiplier, subsampled, delta).values())
-
-
 def exact_multiplier(epsilon, delta, gaussian_multiplier, count):
     """Smallest multiplier for ``count`` releases with exact-Gaussian bound <= epsilon (inf if the
     plain part alone spends it)."""
@@ -125,7 +120,7 @@ def exact_multiplier(epsilon, delta, gaussian_multiplier, count):
 
 def calibrate_subsampled(epsilon, delta, gaussian_multiplier, prob, count, tol=1e-3):
     """Smallest multiplier for ``count`` subsampled releases so that, composed with the plain
-    Gaussian part, ``composed_epsilon`` (min of both bounds) is <= epsilon at delta.
+    Gaussian part, the min of both bounds (``epsilon_bounds``) is <= epsilon at delta.
 
     Both bounds decrease in sigma, so the answer is the smaller of the two calibrations: the exact
     Gaussian one in closed form, the RDP one by bisection (within relative ``tol``) and only when

@@ -14,7 +14,7 @@ from sdv_dpkme.privacy import (
     SubsampledGaussianMechanism,
 )
 from sdv_dpkme.privacy._autodp import mechanism_zoo, transformer_zoo
-from sdv_dpkme.privacy.subsampled import composed_epsilon, epsilon_bounds
+from sdv_dpkme.privacy.subsampled import SAMPLING_WOR, epsilon_bounds
 
 
 def _autodp_epsilon(plain_sigmas, sigma, prob, steps, delta):
@@ -148,4 +148,8 @@ def test_composed_epsilon_is_the_min_of_both_bounds(sigma, prob):
     assert bounds['RDP'] == pytest.approx(_autodp_epsilon([5.0], sigma, prob, 20, 1e-5), rel=1e-9)
     assert bounds['exact Gaussian'] == pytest.approx(_exact_epsilon([5.0], sigma, 20, 1e-5),
                                                      rel=1e-9)
-    assert composed_epsilon(5.0, [(sigma, prob, 20)], 1e-5) == min(bounds.values())
+    acct = PrivacyAccountant(1000.0, 1e-5)  # the accountant spends the min of both
+    acct.record(Release('plain', '', 'gaussian', 1.0, 5.0, 5.0))
+    acct.record(Release('mb', '', 'gaussian', 1.0, sigma, sigma, count=20,
+                        sampling=SAMPLING_WOR, sampling_probability=prob))
+    assert acct.epsilon_spent() == min(bounds.values())
