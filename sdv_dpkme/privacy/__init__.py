@@ -1,6 +1,7 @@
 """Mechanisms, accountant and privacy report."""
 
 from sdv_dpkme.privacy.accountant import BudgetExceededError, PrivacyAccountant, validate_budget
+from sdv_dpkme.privacy.ledger import Ledger
 from sdv_dpkme.privacy.mechanisms import GaussianMechanism, NoiseSource, NotPrivateWarning
 from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
 from sdv_dpkme.privacy.subsampled import SubsampledGaussianMechanism
@@ -9,6 +10,7 @@ __all__ = [
     'BudgetExceededError',
     'DeltaReservation',
     'GaussianMechanism',
+    'Ledger',
     'NoiseSource',
     'NotPrivateWarning',
     'PrivacyAccountant',

@@ -1,7 +1,8 @@
 """SDV synthesizers (entry points target this submodule, see pyproject)."""
 
-from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
 from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer
 from sdv_dpkme.synthesizers.dpmerf import DPMERFSynthesizer
+from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
 
-__all__ = ['BaseDPKMESynthesizer', 'DPHPSynthesizer', 'DPMERFSynthesizer']
+__all__ = ['BaseDPSynthesizer', 'BaseDPKMESynthesizer', 'DPHPSynthesizer', 'DPMERFSynthesizer']

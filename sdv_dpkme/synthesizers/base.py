@@ -1,16 +1,16 @@
-"""SDV-facing base class shared by the kernel-mean-embedding synthesizers.
+"""The SDV-facing base class of every DP synthesizer; it knows no method.
 
 It owns everything between SDV and the engines: the public domain, the DP-safe transformer
-configuration, the refusal of leaky transformers and constraints, the privacy report, save/load.
-Subclasses implement ``_fit_encoded`` (release plan + engine) and return a model with ``sample``.
+configuration, the refusal of leaky transformers and constraints, the ledger of the fit (one
+accountant and noise source), the privacy report, ``get_info``, save/load and version stamps.
+A method's class only implements ``_fit_engine`` (encoded rows in the unit box -> a model with
+``sample`` and ``loss_values``), handing the work to an engine under ``sdv_dpkme.engines``.
 """
 
 import copy
 import inspect
 import warnings
-from dataclasses import dataclass
 
-import numpy as np
 import rdt
 import torch
 from rdt.transformers.id import RegexGenerator
@@ -40,23 +40,9 @@ from sdv_dpkme.domain.transformers import (
     DPDiscreteTransformer,
     DPNumericalTransformer,
 )
-from sdv_dpkme.engines import (
-    Objective,
-    TabularGenerator,
-    class_mean_embeddings,
-    class_proportions,
-    resolve_device,
-    train_generator,
-)
-from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap, pair_blocks_within
-from sdv_dpkme.privacy import (
-    GaussianMechanism,
-    NoiseSource,
-    NotPrivateWarning,
-    PrivacyAccountant,
-    validate_budget,
-)
-from sdv_dpkme.synthesizers.model import KMEModel
+from sdv_dpkme.engines.kme import EngineInputError
+from sdv_dpkme.features import Block
+from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
 from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
     fit_constraints_publicly,
@@ -76,31 +62,8 @@ class MissingDomainError(SynthesizerInputError, DomainError):
     """Modelled columns lack a public domain and discovery is off (``domain_budget_share=0``)."""
 
 
-@dataclass
-class KernelTerm:
-    """One released embedding and its loss term."""
-
-    group: str  # release (budget) group
-    label: str  # name in the loss history
-    feature_map: object
-    weight: float = 1.0
-    first_step: int = 0
-    last_step: int = None  # exclusive; None = until the end
-    period: int = 1  # used on the steps where step % period == phase
-    phase: int = 0
-
-
-@dataclass
-class Ledger:
-    """The accountant, noise source and mechanism of one fit."""
-
-    accountant: PrivacyAccountant
-    noise: NoiseSource
-    mechanism: GaussianMechanism
-
-
-class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
-    """Differentially private single-table synthesizer (abstract).
+class BaseDPSynthesizer(BaseSingleTableSynthesizer):
+    """Differentially private single-table synthesizer (abstract, method-neutral).
 
     Args:
         metadata: ``sdv.metadata.Metadata`` with one table. Its data-derived keys (``range_min``,
@@ -120,32 +83,17 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             every modelled column that has none declared; plus 10% of delta when a categorical
             column is discovered. Unused when everything is declared. 0 turns discovery off:
             an undeclared column is then an error.
-        target_column: optional categorical column; the embedding is class-conditional and the
-            class proportions are released with noise.
+        target_column: optional categorical column (the label of the methods that use one).
         random_state: seeds model initialisation, subsets and training (never the privacy noise).
         device: 'auto' (CUDA when available), 'cpu' or 'cuda'.
         verbose: progress bars.
         noise_seed: TEST ONLY. Fixes the privacy noise, which voids the guarantee (reported).
-        marginal_length_scale: length (on the [0, 1] scale of the public bounds) of the extra
-            per-numeric-column kernel released as 'marginals' (``FourierMarginalMap``), so that
-            column shapes finer than the method's own kernel are matched; None leaves it out
-            (the papers' release plans). marginal_weight: its weight in the training loss.
-        pair_length_scale: length of the numeric kernels in the extra release 'pairs'
-            (``PairwiseKernelMap``: products of per-column kernels over every pair of columns),
-            so that how columns move together within a class is matched; None leaves it out.
-            pair_weight: its weight in the training loss. Columns are left out of it, widest
-            first and with a warning, while it would exceed ``max_pair_features`` per class.
     """
-
-    #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
-    max_pair_features = 1_000_000
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
-                 target_column=None, locales=('en_US',), random_state=None, device='auto', verbose=True,
-                 noise_seed=None, domain=None, domain_budget_share=0.1,
-                 marginal_length_scale=0.02, marginal_weight=1.0, pair_length_scale=0.1,
-                 pair_weight=1.0):
+                 target_column=None, locales=('en_US',), random_state=None, device='auto',
+                 verbose=True, noise_seed=None, domain=None, domain_budget_share=0.1):
         try:
             validate_budget(epsilon, delta)
         except ValueError as err:
@@ -174,24 +122,6 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         self.noise_seed = noise_seed
         self.domain = copy.deepcopy(domain)
         self.domain_budget_share = domain_budget_share
-        def number(value):
-            return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-        for prefix, length, weight in (('marginal', marginal_length_scale, marginal_weight),
-                                       ('pair', pair_length_scale, pair_weight)):
-            if length is not None and not (number(length) and 0 < length <= 1):
-                raise SynthesizerInputError(
-                    f'{prefix}_length_scale must be None (off) or in (0, 1], got {length!r}.'
-                )
-            if not (number(weight) and 0 < weight < float('inf')):
-                raise SynthesizerInputError(
-                    f'{prefix}_weight must be a number > 0, got {weight!r} (to leave the term '
-                    f'out, and not spend budget on it, use {prefix}_length_scale=None).'
-                )
-        self.marginal_length_scale = marginal_length_scale
-        self.marginal_weight = marginal_weight
-        self.pair_length_scale = pair_length_scale
-        self.pair_weight = pair_weight
         self._privacy_report = None
         self._ledger = None
         self._discovery = None
@@ -201,14 +131,19 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
 
     def _init_model(self, arguments):
         """Subclass constructors call this with ``locals()``: the base arguments go to the base
-        class, the rest become attributes (SDV's ``get_parameters`` reads them back by name)."""
-        names = inspect.signature(BaseDPKMESynthesizer.__init__).parameters
-        BaseDPKMESynthesizer.__init__(
+        class, the rest become attributes (SDV's ``get_parameters`` reads them back by name);
+        then ``_check_parameters`` validates the method's own."""
+        names = inspect.signature(BaseDPSynthesizer.__init__).parameters
+        BaseDPSynthesizer.__init__(
             self, **{k: v for k, v in arguments.items() if k in names and k != 'self'}
         )
         for name, value in arguments.items():
             if name not in names and name not in ('self', '__class__'):
                 setattr(self, name, value)
+        self._check_parameters()
+
+    def _check_parameters(self):
+        """Raise ``SynthesizerInputError`` for a bad method argument (run at construction)."""
 
     # ---------------------------------------------------------------------- domains
     def _resolve_domains(self):
@@ -329,9 +264,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
                 'report says epsilon_spent=inf). Use it only in tests; leave it None otherwise.',
                 NotPrivateWarning,
             )
-        accountant = PrivacyAccountant(self.epsilon, self.delta)
-        noise = NoiseSource(self.noise_seed)
-        self._ledger = Ledger(accountant, noise, GaussianMechanism(accountant, noise))
+        self._ledger = Ledger.open(self.epsilon, self.delta, self.noise_seed)
         return self._ledger
 
     def _preprocess(self, table_data):
@@ -461,141 +394,26 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
             if self._discovery is not None:
                 self._discovery.replay(ledger.accountant)
         try:
-            self._model, self._privacy_report = self._fit_encoded(
-                x, blocks, target, labels, list(processed_data.columns), ledger
+            try:
+                self._model, notes = self._fit_engine(
+                    x, blocks, target, labels, list(processed_data.columns), ledger
+                )
+            except EngineInputError as err:
+                raise SynthesizerInputError(str(err)) from None
+            self._privacy_report = ledger.accountant.report(
+                ledger.noise, public_inputs=self._public_inputs(), notes=notes,
             )
         finally:
             self._ledger = None  # the noise source is never kept (nor pickled)
         self._fitted_sdv_dpkme_version = __version__
 
-    # Subclass hooks: what differs between the methods is the feature maps and the release plan.
-    def _kernel_terms(self, blocks, generator):
-        """The feature maps to release and match, as ``KernelTerm``s (one release each)."""
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        """The method: encoded private rows (unit box) and their public layout -> ``(model,
+        report notes)``. Every noisy release goes through ``ledger``; the rows are not kept."""
         raise NotImplementedError
-
-    def _default_budget_shares(self):
-        """Default precision share per release group (incl. 'class_proportions', 'marginals')."""
-        raise NotImplementedError
-
-    def _shared_terms(self, blocks):
-        """The terms every method adds to its own: the fine-scale marginals of the numeric
-        columns and the pairwise products over all columns (each off with its length None)."""
-        terms = []
-        if self.marginal_length_scale and any(b.kind == 'numeric' for b in blocks):
-            fmap = FourierMarginalMap(blocks, self.marginal_length_scale)
-            terms.append(KernelTerm('marginals', 'Marginals', fmap, weight=self.marginal_weight))
-        if self.pair_length_scale and len(blocks) > 1:
-            kept, left_out = pair_blocks_within(blocks, self.pair_length_scale,
-                                                self.max_pair_features)
-            if left_out:
-                warnings.warn(
-                    f"The pairwise term ('pairs') leaves out the widest columns "
-                    f"{[b.name for b in left_out]}: with them it would exceed "
-                    f'{self.max_pair_features:,} features per class. Declare fewer categories '
-                    'for them, or pass pair_length_scale=None to leave the term out.'
-                )
-            if len(kept) > 1:
-                fmap = PairwiseKernelMap(kept, self.pair_length_scale)
-                terms.append(KernelTerm('pairs', 'Pairs', fmap, weight=self.pair_weight))
-        return terms
-
-    def _release_plan(self, terms, has_target):
-        shares = dict(self._default_budget_shares())
-        shares.update(getattr(self, 'budget_shares', None) or {})
-        counts = {}
-        for term in terms:
-            counts[term.group] = counts.get(term.group, 0) + 1
-        if has_target:
-            counts['class_proportions'] = 1
-        unknown = set(counts) - set(shares)
-        if unknown:
-            raise SynthesizerInputError(f'budget_shares lacks a share for {sorted(unknown)}.')
-        plan = {name: (float(shares[name]), count) for name, count in counts.items()}
-        total = sum(share for share, _ in plan.values())
-        if not all(share > 0 for share, _ in plan.values()):
-            raise SynthesizerInputError(f'budget_shares must be positive, got {shares}.')
-        return {name: (share / total, count) for name, (share, count) in plan.items()}
-
-    def _fit_encoded(self, x, blocks, target, labels, columns, ledger):
-        """Release plan -> one pass over the private rows -> Gaussian releases -> training.
-
-        Releases: class proportions (with a target; L2 sensitivity sqrt(2)/n) and, per kernel
-        term, the joint embedding (1/n) sum_i phi(x_i) y_i^T (sensitivity 2/n, ||phi|| <= 1). The
-        generator is then trained against these fixed releases; private rows are not touched again.
-        """
-        model_rng = self._torch_generator()
-        n_classes = 1 if target is None else target.width
-        terms = self._kernel_terms(blocks, model_rng) + self._shared_terms(blocks)
-        sigmas = ledger.accountant.calibrate(self._release_plan(terms, target is not None))
-        weights, divisor = self._release_class_weights(
-            labels, target, ledger, sigmas.get('class_proportions')
-        )
-        objectives = self._release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger)
-        del x
-        return self._train(blocks, columns, target, weights, objectives, model_rng, ledger, terms)
-
-    def _release_terms(self, x, labels, n_classes, terms, sigmas, divisor, ledger):
-        """One pass over the private rows, one Gaussian release per term -> objectives."""
-        if not terms:
-            return []
-        n = len(x)
-        embeddings = class_mean_embeddings(
-            x, labels, n_classes, [t.feature_map for t in terms], verbose=self.verbose
-        )
-        objectives = []
-        for term, embedding in zip(terms, embeddings):
-            noisy = ledger.mechanism.release(
-                embedding, name=term.group, description=term.feature_map.describe(),
-                sensitivity=2 / n, noise_multiplier=sigmas[term.group],
-            )
-            objectives.append(Objective(
-                term.label, term.feature_map,
-                noisy / divisor,  # joint -> class-conditional means (post-processing)
-                weight=term.weight, first_step=term.first_step, last_step=term.last_step,
-                period=term.period, phase=term.phase,
-            ))
-        return objectives
-
-    def _release_class_weights(self, labels, target, ledger, noise_multiplier):
-        """Released class proportions -> (sampling weights, divisor of joint embeddings).
-
-        The last bucket (out-of-domain) is modelled but never sampled.
-        """
-        if target is None:
-            return np.ones(1), torch.ones(1, 1, dtype=torch.float64)
-        n_classes = target.width
-        released = ledger.mechanism.release(
-            class_proportions(labels, n_classes), name='class_proportions',
-            description=f"proportions of the {n_classes} buckets of '{target.name}'",
-            sensitivity=np.sqrt(2) / len(labels), noise_multiplier=noise_multiplier,
-        )
-        weights = np.append(noisy_class_weights(released.numpy()[:-1]), 0.0)
-        divisor = torch.as_tensor(np.where(weights > 0, weights, 1.0))[:, None]
-        return weights, divisor
-
-    def _train(self, blocks, columns, target, weights, objectives, model_rng, ledger, terms):
-        """Train a fresh generator against the objectives; return (model, report)."""
-        n_classes = 1 if target is None else target.width
-        with torch.random.fork_rng(devices=[]):  # seed the initial weights, not the user's RNG
-            torch.manual_seed(int(torch.randint(2**62, (1,), generator=model_rng)))
-            generator = TabularGenerator(
-                blocks, len(columns), n_classes, self.latent_dim, tuple(self.generator_dims),
-                numeric_noise=self.numeric_noise,
-            )
-        history = train_generator(
-            generator, objectives, np.flatnonzero(weights > 0), self.steps, self.batch_size,
-            self.learning_rate, resolve_device(self.device), model_rng, verbose=self.verbose,
-        )
-        report = ledger.accountant.report(
-            ledger.noise, public_inputs=self._public_inputs(),
-            notes=self._report_notes(terms),
-        )
-        return KMEModel(generator, columns, target, weights, history), report
-
-    def _report_notes(self, terms):
-        return []
 
     def _torch_generator(self):
+        """The model RNG (initialisation, random features, subsets; never the privacy noise)."""
         gen = torch.Generator()
         if self.random_state is None:
             gen.seed()
@@ -651,8 +469,7 @@ class BaseDPKMESynthesizer(BaseSingleTableSynthesizer):
         self.__dict__.update(state)
         # synthesizers saved before domain discovery existed
         for name, default in (('_undeclared', {}), ('_discovery', None), ('domain', None),
-                              ('domain_budget_share', 0.0), ('pair_length_scale', None),
-                              ('pair_weight', 1.0)):
+                              ('domain_budget_share', 0.0)):
             self.__dict__.setdefault(name, default)
         saved = state.get('_fitted_sdv_dpkme_version')
         if saved is not None and saved.split('.')[:2] != __version__.split('.')[:2]:
@@ -678,11 +495,3 @@ def _domain_from_transformer(template, transformer):
         dom.categories = list(transformer.categories)
     return dom
 
-
-def noisy_class_weights(counts_release, min_weight=1e-3):
-    """Post-processing of released class proportions: clip, drop tiny, renormalise."""
-    w = np.clip(np.asarray(counts_release, dtype=float), 0, None)
-    w[w < min_weight] = 0.0
-    if w.sum() <= 0:
-        raise RuntimeError('All released class proportions are ~0; increase epsilon.')
-    return w / w.sum()

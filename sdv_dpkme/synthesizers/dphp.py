@@ -14,8 +14,8 @@ The generator is then trained against these fixed releases; private rows are not
 
 from sdv.errors import SynthesizerInputError
 
-from sdv_dpkme.features import ProductKernelMap, SumKernelMap, draw_product_subsets
-from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer, KernelTerm
+from sdv_dpkme.engines.kernel_terms import dphp_terms
+from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
 
 
 class DPHPSynthesizer(BaseDPKMESynthesizer):
@@ -57,9 +57,9 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  marginal_length_scale=0.01, marginal_weight=1.0, pair_length_scale=0.1,
                  pair_weight=1.0):
         self._init_model(locals())
-        self._check_schedule()
 
-    def _check_schedule(self):
+    def _check_parameters(self):
+        super()._check_parameters()
         if self.product_schedule not in ('blocks', 'cycle'):
             raise SynthesizerInputError(
                 f"product_schedule must be 'blocks' or 'cycle', got {self.product_schedule!r}."
@@ -70,30 +70,14 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                 'marginals': 0.2, 'pairs': 0.3}
 
     def _kernel_terms(self, blocks, generator):
-        sum_map = SumKernelMap(blocks, self.sum_order, self.sum_sigma2)
-        terms = [KernelTerm('sum_kernel', 'Sum kernel', sum_map)]
-        # a redraw that no training step would use must not be released
-        redraws = min(self.product_redraws, self.steps)
-        self._check_schedule()
-        if not (redraws and len(blocks) > 1 and self.product_columns > 1):
-            return terms
-        subsets = draw_product_subsets(
-            blocks, redraws, self.product_columns, self.max_product_features,
-            self.product_order, generator,
+        self._check_parameters()  # attributes may have changed since construction
+        return dphp_terms(
+            blocks, sum_order=self.sum_order, sum_sigma2=self.sum_sigma2,
+            product_order=self.product_order, product_sigma2=self.product_sigma2,
+            product_columns=self.product_columns, product_redraws=self.product_redraws,
+            max_product_features=self.max_product_features, product_weight=self.product_weight,
+            product_schedule=self.product_schedule, steps=self.steps, rng=generator,
         )
-        per_redraw = max(1, self.steps // len(subsets))
-        for r, subset in enumerate(subsets):
-            if self.product_schedule == 'cycle':
-                schedule = dict(period=len(subsets), phase=r)
-            else:
-                schedule = dict(first_step=r * per_redraw,
-                                last_step=None if r == len(subsets) - 1 else (r + 1) * per_redraw)
-            terms.append(KernelTerm(
-                'product_kernel', 'Product kernel',
-                ProductKernelMap(subset, self.product_order, self.product_sigma2),
-                weight=self.product_weight, **schedule,
-            ))
-        return terms
 
     def _report_notes(self, terms):
         n_product = sum(t.group == 'product_kernel' for t in terms)

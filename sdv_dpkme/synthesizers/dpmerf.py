@@ -17,14 +17,11 @@ privacy noise source, so the batches are secret), sensitivity 2/B under replace-
 ``steps`` subsampled Gaussian releases (RDP amplification for sampling without replacement).
 """
 
-import numpy as np
-import torch
 from sdv.errors import SynthesizerInputError
 
-from sdv_dpkme.engines import Objective
-from sdv_dpkme.features import FourierKernelMap
-from sdv_dpkme.privacy import SubsampledGaussianMechanism
-from sdv_dpkme.synthesizers.base import BaseDPKMESynthesizer, KernelTerm
+from sdv_dpkme.engines import kme
+from sdv_dpkme.engines.kernel_terms import dpmerf_terms
+from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
 
 
 class DPMERFSynthesizer(BaseDPKMESynthesizer):
@@ -63,55 +60,19 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         return {'class_proportions': 0.01, 'embedding': 0.69, 'marginals': 0.15, 'pairs': 0.15}
 
     def _kernel_terms(self, blocks, generator):
-        fmap = FourierKernelMap(blocks, self.n_features, self.length_scale, generator=generator)
-        return [KernelTerm('embedding', 'RFF', fmap)]
+        return dpmerf_terms(blocks, self.n_features, self.length_scale, generator)
 
-    def _fit_encoded(self, x, blocks, target, labels, columns, ledger):
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         if self.releases == 'single':
-            return super()._fit_encoded(x, blocks, target, labels, columns, ledger)
-        n = len(x)
-        batch = int(self.minibatch_size)
-        if not 1 <= batch < n:
-            raise SynthesizerInputError(
-                f'minibatch_size must be between 1 and the number of rows - 1 ({n - 1}), got '
-                f'{self.minibatch_size!r}; use releases="single" for small tables.'
-            )
-        model_rng = self._torch_generator()
-        n_classes = 1 if target is None else target.width
-        (term,) = self._kernel_terms(blocks, model_rng)
+            return super()._fit_engine(x, blocks, target, labels, columns, ledger)
+        rng = self._torch_generator()
+        (term,) = self._kernel_terms(blocks, rng)
         extra = self._shared_terms(blocks)
-        accountant = ledger.accountant
-        # The plain releases (proportions, marginals) take their shares of the budget first; the
-        # subsampled RFF releases are then calibrated to spend exactly the rest.
-        plain = self._release_plan([term] + extra, has_target=target is not None)
-        del plain[term.group]
-        sigmas = {}
-        if plain:
-            fraction = sum(share for share, _ in plain.values())
-            sigmas = accountant.calibrate(
-                {k: (share / fraction, c) for k, (share, c) in plain.items()}, fraction=fraction
-            )
-        weights, divisor = self._release_class_weights(
-            labels, target, ledger, sigmas.get('class_proportions')
+        model = kme.fit_minibatch(
+            x, labels, blocks, target, columns, ledger, term, extra, self._shares(),
+            int(self.minibatch_size), self._training(), rng, self.verbose,
         )
-        objectives = self._release_terms(x, labels, n_classes, extra, sigmas, divisor, ledger)
-        mechanism = SubsampledGaussianMechanism(
-            accountant, ledger.noise, name='embedding_minibatch',
-            description=term.feature_map.describe() + f', {batch} of {n} rows per step',
-            sensitivity=2 / batch, sample_size=batch, population=n, count=self.steps,
-        )
-        x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
-        labels = torch.as_tensor(np.zeros(n) if labels is None else labels, dtype=torch.long)
-
-        def batch_target(step):
-            idx = mechanism.sample_batch()
-            y = torch.nn.functional.one_hot(labels[idx], n_classes).double()
-            joint = term.feature_map.class_sums(x[idx], y, project=True) / batch
-            return mechanism.release(joint) / divisor
-
-        objectives.insert(0, Objective(term.label, term.feature_map, batch_target))
-        return self._train(blocks, columns, target, weights, objectives, model_rng, ledger,
-                           [term, *extra])
+        return model, self._report_notes([term, *extra])
 
     def _report_notes(self, terms):
         return ['Random Fourier frequencies drawn with the model RNG (data-independent); length '

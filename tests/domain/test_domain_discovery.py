@@ -28,7 +28,7 @@ from sdv_dpkme.domain.discovery import (
 )
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant
 from sdv_dpkme.privacy._autodp import mechanism_zoo
-from sdv_dpkme.synthesizers.base import Ledger
+from sdv_dpkme.privacy import Ledger
 
 
 def ledger(epsilon=1.0, delta=1e-5, seed=0):

@@ -1,0 +1,225 @@
+"""Kernel-mean-embedding engine (DP-MERF, DP-HP): plan -> one pass -> Gaussian releases -> generator.
+
+Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3):
+  1. plan: split the precision of the budget over the releases (``plan_releases``);
+  2. class proportions w = counts / n + N(0, (sigma sqrt(2)/n)^2) (only with a target);
+  3. one pass over the private rows: M_k = (1/n) sum_i phi_k(x_i) y_i^T for every kernel term k;
+  4. releases M_k + N(0, (sigma_k 2/n)^2) (sensitivity 2/n because ||phi_k|| <= 1);
+  5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
+     rows are never touched again.
+Minibatch mode (DP-MERF's multi-release variant) replaces 3-4 for one term by one subsampled
+release per training step (``fit_minibatch``).
+
+Nothing here knows SDV: the input is the encoded matrix in the unit box and its public layout.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from sdv_dpkme.engines.embedding import class_mean_embeddings, class_proportions
+from sdv_dpkme.engines.generator import Objective, TabularGenerator, train_generator
+from sdv_dpkme.privacy import SubsampledGaussianMechanism
+
+
+class EngineInputError(ValueError):
+    """A method argument the engine cannot use; the message says what to change."""
+
+
+@dataclass
+class KernelTerm:
+    """One released embedding and its loss term."""
+
+    group: str  # release (budget) group
+    label: str  # name in the loss history
+    feature_map: object
+    weight: float = 1.0
+    first_step: int = 0
+    last_step: int = None  # exclusive; None = until the end
+    period: int = 1  # used on the steps where step % period == phase
+    phase: int = 0
+
+
+@dataclass
+class Training:
+    """Generator and optimiser settings (all public)."""
+
+    steps: int
+    batch_size: int
+    learning_rate: float
+    latent_dim: int
+    generator_dims: tuple
+    numeric_noise: float
+    device: object
+
+
+def plan_releases(terms, shares, has_target):
+    """``{group: (share of the precision, number of releases)}`` over the groups that exist."""
+    counts = {}
+    for term in terms:
+        counts[term.group] = counts.get(term.group, 0) + 1
+    if has_target:
+        counts['class_proportions'] = 1
+    unknown = set(counts) - set(shares)
+    if unknown:
+        raise EngineInputError(f'budget_shares lacks a share for {sorted(unknown)}.')
+    plan = {name: (float(shares[name]), count) for name, count in counts.items()}
+    total = sum(share for share, _ in plan.values())
+    if not all(share > 0 for share, _ in plan.values()):
+        raise EngineInputError(f'budget_shares must be positive, got {shares}.')
+    return {name: (share / total, count) for name, (share, count) in plan.items()}
+
+
+def noisy_class_weights(counts_release, min_weight=1e-3):
+    """Post-processing of released class proportions: clip, drop tiny, renormalise."""
+    w = np.clip(np.asarray(counts_release, dtype=float), 0, None)
+    w[w < min_weight] = 0.0
+    if w.sum() <= 0:
+        raise RuntimeError('All released class proportions are ~0; increase epsilon.')
+    return w / w.sum()
+
+
+def release_class_weights(labels, target, ledger, noise_multiplier):
+    """Released class proportions -> (sampling weights, divisor of joint embeddings).
+
+    The last bucket (out-of-domain) is modelled but never sampled.
+    """
+    if target is None:
+        return np.ones(1), torch.ones(1, 1, dtype=torch.float64)
+    n_classes = target.width
+    released = ledger.mechanism.release(
+        class_proportions(labels, n_classes), name='class_proportions',
+        description=f"proportions of the {n_classes} buckets of '{target.name}'",
+        sensitivity=np.sqrt(2) / len(labels), noise_multiplier=noise_multiplier,
+    )
+    weights = np.append(noisy_class_weights(released.numpy()[:-1]), 0.0)
+    divisor = torch.as_tensor(np.where(weights > 0, weights, 1.0))[:, None]
+    return weights, divisor
+
+
+def release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger, verbose):
+    """One pass over the private rows, one Gaussian release per term -> objectives."""
+    if not terms:
+        return []
+    n = len(x)
+    embeddings = class_mean_embeddings(
+        x, labels, n_classes, [t.feature_map for t in terms], verbose=verbose
+    )
+    objectives = []
+    for term, embedding in zip(terms, embeddings):
+        noisy = ledger.mechanism.release(
+            embedding, name=term.group, description=term.feature_map.describe(),
+            sensitivity=2 / n, noise_multiplier=sigmas[term.group],
+        )
+        objectives.append(Objective(
+            term.label, term.feature_map,
+            noisy / divisor,  # joint -> class-conditional means (post-processing)
+            weight=term.weight, first_step=term.first_step, last_step=term.last_step,
+            period=term.period, phase=term.phase,
+        ))
+    return objectives
+
+
+def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose):
+    """Steps 1-5 of the algorithm box; returns the fitted ``KMEModel``."""
+    n_classes = 1 if target is None else target.width
+    sigmas = ledger.accountant.calibrate(plan_releases(terms, shares, target is not None))
+    weights, divisor = release_class_weights(labels, target, ledger, sigmas.get('class_proportions'))
+    objectives = release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger, verbose)
+    del x
+    return train(blocks, columns, target, weights, objectives, training, rng, verbose)
+
+
+def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, shares, batch,
+                  training, rng, verbose):
+    """As ``fit``, but ``term`` is released once per training step on a secret batch of exactly
+    ``batch`` rows (uniform without replacement); the ``extra`` terms are single releases."""
+    n = len(x)
+    if not 1 <= batch < n:
+        raise EngineInputError(
+            f'minibatch_size must be between 1 and the number of rows - 1 ({n - 1}), got '
+            f'{batch!r}; use releases="single" for small tables.'
+        )
+    n_classes = 1 if target is None else target.width
+    accountant = ledger.accountant
+    # The plain releases (proportions, marginals) take their shares of the budget first; the
+    # subsampled releases are then calibrated to spend exactly the rest.
+    plain = plan_releases([term] + extra, shares, has_target=target is not None)
+    del plain[term.group]
+    sigmas = {}
+    if plain:
+        fraction = sum(share for share, _ in plain.values())
+        sigmas = accountant.calibrate(
+            {k: (share / fraction, c) for k, (share, c) in plain.items()}, fraction=fraction
+        )
+    weights, divisor = release_class_weights(labels, target, ledger, sigmas.get('class_proportions'))
+    objectives = release_terms(x, labels, n_classes, extra, sigmas, divisor, ledger, verbose)
+    mechanism = SubsampledGaussianMechanism(
+        accountant, ledger.noise, name=f'{term.group}_minibatch',
+        description=term.feature_map.describe() + f', {batch} of {n} rows per step',
+        sensitivity=2 / batch, sample_size=batch, population=n, count=training.steps,
+    )
+    x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
+    labels = torch.as_tensor(np.zeros(n) if labels is None else labels, dtype=torch.long)
+
+    def batch_target(step):
+        idx = mechanism.sample_batch()
+        y = torch.nn.functional.one_hot(labels[idx], n_classes).double()
+        joint = term.feature_map.class_sums(x[idx], y, project=True) / batch
+        return mechanism.release(joint) / divisor
+
+    objectives.insert(0, Objective(term.label, term.feature_map, batch_target))
+    return train(blocks, columns, target, weights, objectives, training, rng, verbose)
+
+
+def train(blocks, columns, target, weights, objectives, training, rng, verbose):
+    """Train a fresh generator against the objectives (post-processing of the releases)."""
+    n_classes = 1 if target is None else target.width
+    with torch.random.fork_rng(devices=[]):  # seed the initial weights, not the user's RNG
+        torch.manual_seed(int(torch.randint(2**62, (1,), generator=rng)))
+        generator = TabularGenerator(
+            blocks, len(columns), n_classes, training.latent_dim, tuple(training.generator_dims),
+            numeric_noise=training.numeric_noise,
+        )
+    history = train_generator(
+        generator, objectives, np.flatnonzero(weights > 0), training.steps, training.batch_size,
+        training.learning_rate, training.device, rng, verbose=verbose,
+    )
+    return KMEModel(generator, columns, target, weights, history)
+
+
+class KMEModel:
+    """Trained generator, released label weights and the encoded layout (all public or DP)."""
+
+    def __init__(self, generator, columns, target, class_weights, loss_values):
+        self.generator = generator.cpu().eval()
+        self.columns = list(columns)
+        self.target = target
+        self.class_weights = np.asarray(class_weights, dtype=float)
+        self.loss_values = loss_values
+        self._rng = None
+
+    def set_random_state(self, random_state):
+        self._rng = torch.Generator()
+        if random_state is None:
+            self._rng.seed()
+        else:
+            self._rng.manual_seed(int(random_state))
+
+    def sample(self, num_rows):
+        if self._rng is None:
+            self.set_random_state(None)
+        weights = torch.as_tensor(self.class_weights, dtype=torch.float64)
+        labels = torch.multinomial(weights, num_rows, replacement=True, generator=self._rng)
+        rows = self.generator.sample(labels, self._rng)
+        if self.target is not None:
+            onehot = np.eye(len(self.target.columns))[labels.numpy()]
+            rows[:, list(self.target.columns)] = onehot
+        return pd.DataFrame(rows, columns=self.columns)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state['_rng'] = None  # sampling restarts from SDV's fixed seed after loading
+        return state

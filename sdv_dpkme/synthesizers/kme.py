@@ -1,0 +1,87 @@
+"""The SDV side shared by the kernel-mean-embedding synthesizers (DP-HP, DP-MERF).
+
+It adds the two kernel terms both methods release besides their own (fine-scale marginals and
+pairwise products) and hands the fit to ``sdv_dpkme.engines.kme``.
+"""
+
+from sdv.errors import SynthesizerInputError
+
+from sdv_dpkme.engines import kme
+from sdv_dpkme.engines.generator import resolve_device
+from sdv_dpkme.engines.kernel_terms import shared_terms
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
+
+
+class BaseDPKMESynthesizer(BaseDPSynthesizer):
+    """Kernel-mean-embedding synthesizer (abstract): one release plan, then a generator.
+
+    Args (besides those of ``BaseDPSynthesizer``):
+        target_column: optional categorical column; the embedding is class-conditional and the
+            class proportions are released with noise.
+        marginal_length_scale: length (on the [0, 1] scale of the public bounds) of the extra
+            per-numeric-column kernel released as 'marginals' (``FourierMarginalMap``), so that
+            column shapes finer than the method's own kernel are matched; None leaves it out
+            (the papers' release plans). marginal_weight: its weight in the training loss.
+        pair_length_scale: length of the numeric kernels in the extra release 'pairs'
+            (``PairwiseKernelMap``: products of per-column kernels over every pair of columns),
+            so that how columns move together within a class is matched; None leaves it out.
+            pair_weight: its weight in the training loss. Columns are left out of it, widest
+            first and with a warning, while it would exceed ``max_pair_features`` per class.
+    """
+
+    #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
+    max_pair_features = 1_000_000
+
+    def _check_parameters(self):
+        def number(value):
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+        for prefix in ('marginal', 'pair'):
+            length = getattr(self, f'{prefix}_length_scale')
+            weight = getattr(self, f'{prefix}_weight')
+            if length is not None and not (number(length) and 0 < length <= 1):
+                raise SynthesizerInputError(
+                    f'{prefix}_length_scale must be None (off) or in (0, 1], got {length!r}.'
+                )
+            if not (number(weight) and 0 < weight < float('inf')):
+                raise SynthesizerInputError(
+                    f'{prefix}_weight must be a number > 0, got {weight!r} (to leave the term '
+                    f'out, and not spend budget on it, use {prefix}_length_scale=None).'
+                )
+
+    # Method hooks: the feature maps and the default budget shares.
+    def _kernel_terms(self, blocks, generator):
+        """The method's own feature maps, as ``KernelTerm``s (one release each)."""
+        raise NotImplementedError
+
+    def _default_budget_shares(self):
+        """Default precision share per release group (incl. 'class_proportions', 'marginals')."""
+        raise NotImplementedError
+
+    def _report_notes(self, terms):
+        return []
+
+    def _shares(self):
+        return {**self._default_budget_shares(), **(getattr(self, 'budget_shares', None) or {})}
+
+    def _shared_terms(self, blocks):
+        return shared_terms(blocks, self.marginal_length_scale, self.marginal_weight,
+                            self.pair_length_scale, self.pair_weight, self.max_pair_features)
+
+    def _training(self):
+        return kme.Training(self.steps, self.batch_size, self.learning_rate, self.latent_dim,
+                            tuple(self.generator_dims), self.numeric_noise,
+                            resolve_device(self.device))
+
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        rng = self._torch_generator()
+        terms = self._kernel_terms(blocks, rng) + self._shared_terms(blocks)
+        model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
+                        self._training(), rng, self.verbose)
+        return model, self._report_notes(terms)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # saved before the pairwise term existed
+        self.__dict__.setdefault('pair_length_scale', None)
+        self.__dict__.setdefault('pair_weight', 1.0)
