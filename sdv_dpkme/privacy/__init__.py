@@ -4,7 +4,12 @@ from sdv_dpkme.privacy.accountant import BudgetExceededError, PrivacyAccountant,
 from sdv_dpkme.privacy.ledger import Ledger
 from sdv_dpkme.privacy.mechanisms import GaussianMechanism, NoiseSource, NotPrivateWarning
 from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
-from sdv_dpkme.privacy.subsampled import SubsampledGaussianMechanism
+from sdv_dpkme.privacy.subsampled import (
+    SAMPLING_POISSON,
+    SAMPLING_WOR,
+    PoissonSubsampledGaussianMechanism,
+    SubsampledGaussianMechanism,
+)
 
 __all__ = [
     'BudgetExceededError',
@@ -13,9 +18,12 @@ __all__ = [
     'Ledger',
     'NoiseSource',
     'NotPrivateWarning',
+    'PoissonSubsampledGaussianMechanism',
     'PrivacyAccountant',
     'PrivacyReport',
     'Release',
+    'SAMPLING_POISSON',
+    'SAMPLING_WOR',
     'SubsampledGaussianMechanism',
     'validate_budget',
 ]

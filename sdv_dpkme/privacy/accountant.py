@@ -3,7 +3,8 @@
 The composition of non-subsampled Gaussian releases is exactly one Gaussian mechanism with
 multiplier sigma_eff = (sum_i count_i / sigma_i^2)^(-1/2) (Gaussian DP composition), whose
 (epsilon, delta) curve is the analytic Gaussian one (Balle & Wang 2018), evaluated by autodp.
-With subsampled releases (minibatches) the spend is the min of two bounds, see ``subsampled``.
+With subsampled releases (minibatches without replacement, or Poisson-subsampled DP-SGD steps)
+the spend is the min of two bounds, see ``subsampled``.
 
 A mechanism that is a Gaussian release *except on a bad event of probability <= p* (the thresholded
 histogram of domain discovery: a value held by one row passing the threshold) reserves p of delta
@@ -16,11 +17,12 @@ import math
 from sdv_dpkme.privacy._autodp import analytic_gaussian_multiplier, gaussian_epsilon
 from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
 from sdv_dpkme.privacy.subsampled import (
-    ACCOUNTANT_SUBSAMPLED,
     BOUND_EXACT,
     BOUND_RDP,
     SAMPLING_WOR,
+    accountant_description,
     calibrate_subsampled,
+    check_scheme,
     epsilon_bounds,
     tighter_bound,
 )
@@ -161,8 +163,13 @@ class PrivacyAccountant:
         )
         return min(bounds.values()), bounds
 
-    def calibrate_subsampled(self, sampling_probability, count):
-        """Multiplier for ``count`` subsampled releases that spends the rest of the budget."""
+    def calibrate_subsampled(self, sampling_probability, count, sampling=SAMPLING_WOR):
+        """Multiplier for ``count`` subsampled releases that spends the rest of the budget.
+
+        ``sampling``: ``SAMPLING_WOR`` or ``SAMPLING_POISSON``; both have the same bounds
+        (relative to the replace-one sensitivity of the released statistic, see ``subsampled``).
+        """
+        check_scheme(sampling)
         if not self.private:
             return 0.0
         plain = [r for r in self.releases if r.sampling == 'none']
@@ -175,11 +182,8 @@ class PrivacyAccountant:
 
     def record(self, release):
         """Add a release; refuse it if the total would exceed the budget."""
-        if release.sampling not in ('none', SAMPLING_WOR):
-            raise NotImplementedError(
-                f'no accountant for sampling scheme {release.sampling!r}; supported: '
-                f"'none' and {SAMPLING_WOR!r}"
-            )
+        if release.sampling != 'none':
+            check_scheme(release.sampling)
         if self.private:
             if release.noise_multiplier <= 0:
                 raise BudgetExceededError(f'release {release.name!r} has no noise')
@@ -203,8 +207,9 @@ class PrivacyAccountant:
             notes.append('epsilon=inf: NON-PRIVATE reference run, no noise was added.')
         spent, bounds = self._spend()
         accountant = ACCOUNTANT
-        if any(r.sampling != 'none' for r in self.releases):
-            accountant = ACCOUNTANT_SUBSAMPLED
+        schemes = [r.sampling for r in self.releases if r.sampling != 'none']
+        if schemes:
+            accountant = accountant_description(schemes)
             if bounds is not None:
                 used = tighter_bound(bounds)
                 accountant += (

@@ -4,6 +4,7 @@ import hashlib
 import math
 import operator
 import secrets
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -114,6 +115,34 @@ class NoiseSource:
             ranked = keys[order]
             if not np.any(ranked[1:] == ranked[:-1]):
                 return torch.from_numpy(order[:k].astype(np.int64))
+
+    def bernoulli(self, n, q):
+        """Bool tensor of ``n`` independent Bernoulli(q) draws, 0 < q <= 1 (Poisson subsampling).
+
+        Exact: row i is selected iff U_i < q, where U_i = 0.w1 w2 ... is a uniform real whose
+        64-bit digits w1, w2, ... come from the keystream. w1 < floor(q 2^64) selects and
+        w1 > floor(q 2^64) rejects; on equality (only if q 2^64 is not an integer) the next digit
+        is compared with the fractional part, and so on. q is a float, a dyadic rational, so this
+        ends after at most 17 digits.
+        """
+        n = operator.index(n)
+        if n < 0:
+            raise ValueError(f'need n >= 0, got {n}')
+        if isinstance(q, bool) or not 0 < q <= 1:  # NaN fails too
+            raise ValueError(f'selection probability must be in (0, 1], got {q!r}')
+        if q == 1:
+            return torch.ones(n, dtype=torch.bool)
+        selected = np.zeros(n, dtype=bool)
+        undecided = np.arange(n)
+        rest = Fraction(float(q))  # exact; in (0, 1)
+        while len(undecided) and rest > 0:
+            scaled = rest * 2**64
+            whole = int(scaled)  # floor, < 2^64
+            words = self.random_words(len(undecided))
+            selected[undecided[words < np.uint64(whole)]] = True
+            undecided = undecided[words == np.uint64(whole)]
+            rest = scaled - whole
+        return torch.from_numpy(selected)
 
     def __getstate__(self):
         raise TypeError('the privacy noise source must never be saved')

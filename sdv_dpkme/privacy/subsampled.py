@@ -1,11 +1,20 @@
-"""Accounting for subsampled Gaussian releases (DP-MERF's minibatch mode).
+"""Accounting for subsampled Gaussian releases: DP-MERF's minibatches and DP-SGD (DP-KIP).
 
-The code samples each batch as a uniformly random subset of exactly B of the n rows, without
-replacement and independently across steps. Under replace-one adjacency this is the setting of
-Wang, Balle & Kasiviswanathan (2019), whose RDP amplification bound autodp implements
-(``AmplificationBySampling(PoissonSampling=False)``; general bound, no extra conditions). The base
-mechanism is a Gaussian whose noise multiplier is relative to the replace-one sensitivity of the
-batch statistic.
+Two sampling schemes, both under replace-one adjacency (n public):
+
+* ``SAMPLING_WOR``: each batch is a uniformly random subset of exactly B of the n rows, without
+  replacement, independently across steps: the setting of Wang, Balle & Kasiviswanathan (2019),
+  whose general RDP amplification bound (their Theorem 9) autodp implements
+  (``AmplificationBySampling(PoissonSampling=False)``; no extra conditions), with gamma = B/n.
+* ``SAMPLING_POISSON``: every row is selected independently with probability q (DP-SGD), the
+  selected rows' terms are clipped to norm C and summed. The same Theorem 9 bound holds with
+  gamma = q: replacing row i, and conditioning on the other selected rows, both outputs are
+  mixtures (1-q) p0 + q p1 and (1-q) p0 + q p1' whose three components are pairwise Gaussians with
+  means at most 2C apart, and the proof of Theorem 9 only uses such pairwise RDP bounds (plus
+  joint convexity over the conditioning); see docs/privacy.md. The sensitivity is 2C.
+
+In both, the base mechanism is a Gaussian whose noise multiplier is relative to the replace-one
+sensitivity of the released statistic.
 
 Two valid upper bounds on epsilon are computed and the smaller is used:
 
@@ -35,22 +44,69 @@ from sdv_dpkme.privacy._autodp import (
 from sdv_dpkme.privacy.report import Release
 
 SAMPLING_WOR = 'uniform without replacement'
+SAMPLING_POISSON = 'Poisson (replace-one, per-row Bernoulli(q))'
+SUBSAMPLED_SCHEMES = (SAMPLING_WOR, SAMPLING_POISSON)
 BOUND_RDP = 'RDP'
 BOUND_EXACT = 'exact Gaussian'
-ACCOUNTANT_SUBSAMPLED = (
-    'min of two upper bounds on the composition of the non-subsampled Gaussian releases and the '
-    'subsampled Gaussian releases: (RDP) RDP composition with amplification by sampling without '
-    'replacement (autodp, Wang, Balle & Kasiviswanathan 2019), the non-subsampled releases as one '
-    'Gaussian with sigma_eff = (sum count/sigma^2)^-1/2, converted to (epsilon, delta); '
-    '(exact Gaussian) exact Gaussian composition of all releases ignoring amplification, '
-    'sigma_eff = (sum count/sigma^2)^-1/2, analytic Gaussian epsilon via autodp'
-)
+_AMPLIFICATION = {
+    SAMPLING_WOR: 'amplification by sampling without replacement (autodp, Wang, Balle & '
+                  'Kasiviswanathan 2019)',
+    SAMPLING_POISSON: 'amplification by Poisson sampling (each row selected independently with '
+                      'probability q) under replace-one adjacency: the general subsampled-RDP '
+                      'bound of Wang, Balle & Kasiviswanathan 2019, Thm 9 (autodp '
+                      'AmplificationBySampling(PoissonSampling=False)) with gamma = q and the '
+                      'base Gaussian multiplier relative to the replace-one sensitivity 2C of the '
+                      'clipped sum; valid because that proof only uses pairwise bounds between the '
+                      'mixture components (docs/privacy.md)',
+}
+
+
+def accountant_description(schemes):
+    """The report's ``accountant`` text for subsampled releases of the given sampling schemes."""
+    schemes = [s for s in SUBSAMPLED_SCHEMES if s in set(schemes)]
+    if not schemes:
+        raise ValueError('no subsampled sampling scheme given')
+    which = '' if schemes == [SAMPLING_WOR] else ' [sampling: ' + '; '.join(schemes) + ']'
+    return (
+        'min of two upper bounds on the composition of the non-subsampled Gaussian releases and '
+        f'the subsampled Gaussian releases{which}: (RDP) RDP composition with '
+        + ' and '.join(_AMPLIFICATION[s] for s in schemes)
+        + ', the non-subsampled releases as one Gaussian with sigma_eff = '
+        '(sum count/sigma^2)^-1/2, converted to (epsilon, delta); (exact Gaussian) exact Gaussian '
+        'composition of all releases ignoring amplification, sigma_eff = '
+        '(sum count/sigma^2)^-1/2, analytic Gaussian epsilon via autodp'
+    )
+
+
+ACCOUNTANT_SUBSAMPLED = accountant_description([SAMPLING_WOR])
+ACCOUNTANT_POISSON = accountant_description([SAMPLING_POISSON])
+
+
+def check_scheme(sampling):
+    if sampling not in SUBSAMPLED_SCHEMES:
+        raise NotImplementedError(
+            f'no accountant for sampling scheme {sampling!r}; supported: {SUBSAMPLED_SCHEMES}'
+        )
 
 
 def _replace_one_gaussian(sigma):
     mech = mechanism_zoo.GaussianMechanism(sigma=sigma)
     mech.neighboring = 'replace_one'  # sigma is relative to the replace-one sensitivity
     return mech
+
+
+def _amplified(sigma, prob):
+    """autodp mechanism of one subsampled release (either scheme, see the module docstring)."""
+    base = _replace_one_gaussian(sigma)
+    if prob == 1:
+        return base
+    return transformer_zoo.AmplificationBySampling(PoissonSampling=False)(base, prob)
+
+
+def subsampled_rdp(sigma, prob):
+    """RDP curve alpha -> epsilon(alpha) of one subsampled release, as the accountant bounds it."""
+    _check([(sigma, prob, 1)])
+    return _amplified(sigma, prob).RenyiDP
 
 
 def _check(subsampled):
@@ -61,18 +117,14 @@ def _check(subsampled):
 
 def rdp_epsilon(gaussian_multiplier, subsampled, delta):
     """RDP bound: epsilon at ``delta`` of one plain Gaussian (multiplier, None for none) composed
-    with ``subsampled`` = [(multiplier, sampling probability B/n, count), ...] via autodp."""
+    with ``subsampled`` = [(multiplier, sampling probability B/n or q, count), ...] via autodp."""
     _check(subsampled)
     mechs, counts = [], []
     if gaussian_multiplier is not None and math.isfinite(gaussian_multiplier):
         mechs.append(_replace_one_gaussian(gaussian_multiplier))
         counts.append(1)
     for sigma, prob, count in subsampled:
-        base = _replace_one_gaussian(sigma)
-        mech = base if prob == 1 else (
-            transformer_zoo.AmplificationBySampling(PoissonSampling=False)(base, prob)
-        )
-        mechs.append(mech)
+        mechs.append(_amplified(sigma, prob))
         counts.append(int(count))
     if not mechs:
         return 0.0
@@ -154,33 +206,43 @@ def calibrate_subsampled(epsilon, delta, gaussian_multiplier, prob, count, tol=1
     return high
 
 
-class SubsampledGaussianMechanism:
-    """``count`` Gaussian releases of statistics of secret random batches of ``sample_size`` rows.
+class _SubsampledGaussian:
+    """``count`` Gaussian releases of statistics of secret random batches, one sampling scheme.
 
     The whole group is calibrated to the unspent budget and recorded when the mechanism is built
     (before any use), so the report holds it even if training stops early. Batches are drawn by
     ``sample_batch`` with the privacy noise source: amplification needs the batch to be secret.
+    ``noise_multiplier`` is relative to ``sensitivity``; ``std`` is the noise standard deviation.
     """
 
-    def __init__(self, accountant, noise, *, name, description, sensitivity, sample_size,
-                 population, count):
+    sampling = None
+
+    def __init__(self, accountant, noise, *, name, description, sensitivity, prob, population,
+                 count, dimension=0, details=None):
         self.noise = noise
-        self.sample_size = int(sample_size)
         self.population = int(population)
         self.count = int(count)
-        prob = self.sample_size / self.population
-        self.noise_multiplier = accountant.calibrate_subsampled(prob, self.count)
-        self.std = self.noise_multiplier * sensitivity
+        if self.population < 1 or self.count < 1:
+            raise ValueError(f'need population >= 1 and count >= 1, got {population}, {count}')
+        self.sensitivity = float(sensitivity)
+        if not 0 < self.sensitivity < math.inf:
+            raise ValueError(f'sensitivity must be positive and finite, got {sensitivity!r}')
+        self.sampling_probability = float(prob)
+        self.noise_multiplier = accountant.calibrate_subsampled(
+            self.sampling_probability, self.count, sampling=self.sampling
+        )
+        self.std = self.noise_multiplier * self.sensitivity
         accountant.record(Release(
             name=name, description=description, mechanism='gaussian',
-            sensitivity=float(sensitivity), noise_multiplier=float(self.noise_multiplier),
-            noise_std=float(self.std), count=self.count, sampling=SAMPLING_WOR,
-            sampling_probability=prob,
+            sensitivity=self.sensitivity, noise_multiplier=float(self.noise_multiplier),
+            noise_std=float(self.std), count=self.count, sampling=self.sampling,
+            dimension=int(dimension), sampling_probability=self.sampling_probability,
+            details=dict(details or {}),
         ))
         self.used = 0
 
     def sample_batch(self):
-        return self.noise.sample_without_replacement(self.population, self.sample_size)
+        raise NotImplementedError
 
     def release(self, value):
         if self.used >= self.count:
@@ -190,3 +252,72 @@ class SubsampledGaussianMechanism:
         if self.std == 0:
             return value.clone()
         return value + self.noise.normal(value.shape, self.std)
+
+
+class SubsampledGaussianMechanism(_SubsampledGaussian):
+    """Batches of exactly ``sample_size`` of the ``population`` rows, uniformly without
+    replacement (DP-MERF's minibatch mode); ``sensitivity`` is that of the batch statistic."""
+
+    sampling = SAMPLING_WOR
+
+    def __init__(self, accountant, noise, *, name, description, sensitivity, sample_size,
+                 population, count):
+        self.sample_size = int(sample_size)
+        super().__init__(
+            accountant, noise, name=name, description=description, sensitivity=sensitivity,
+            prob=self.sample_size / int(population), population=population, count=count,
+        )
+
+    def sample_batch(self):
+        return self.noise.sample_without_replacement(self.population, self.sample_size)
+
+
+class PoissonSubsampledGaussianMechanism(_SubsampledGaussian):
+    """DP-SGD steps: each of the ``population`` rows is in a batch independently with probability
+    ``sampling_probability`` (q); ``release`` adds N(0, noise_std^2) to the SUM of the batch's
+    per-row terms, each clipped by the caller to L2 norm <= ``clip_norm`` (C).
+
+    Replace-one sensitivity of that sum: ``sensitivity`` = 2C. ``noise_multiplier`` =
+    noise_std / (2C) is what the report holds; ``clip_multiplier`` = noise_std / C
+    (= 2 * noise_multiplier) is DP-SGD's usual "sigma". Divide the release by
+    ``expected_batch_size`` = q * n (public), never by the secret batch size.
+    """
+
+    sampling = SAMPLING_POISSON
+
+    def __init__(self, accountant, noise, *, name, description, clip_norm, sampling_probability,
+                 population, count, dimension=0, details=None):
+        self.clip_norm = float(clip_norm)
+        if not 0 < self.clip_norm < math.inf:
+            raise ValueError(f'clip_norm must be positive and finite, got {clip_norm!r}')
+        prob = float(sampling_probability)
+        if not 0 < prob <= 1:
+            raise ValueError(
+                f'sampling probability must be in (0, 1], got {sampling_probability!r}'
+            )
+        details = {
+            'clip_norm': self.clip_norm,
+            'bound': 'min(RDP: Wang-Balle-Kasiviswanathan 2019 Thm 9 with gamma=q, exact Gaussian)',
+            **dict(details or {}),
+        }
+        super().__init__(
+            accountant, noise, name=name, description=description, sensitivity=2 * self.clip_norm,
+            prob=prob, population=population, count=count, dimension=dimension, details=details,
+        )
+        self.expected_batch_size = self.sampling_probability * self.population
+
+    @property
+    def noise_std(self):
+        return self.std
+
+    @property
+    def clip_multiplier(self):
+        return self.std / self.clip_norm
+
+    def sample_mask(self):
+        """Bool tensor over the rows: which are in the next batch (secret: from the noise)."""
+        return self.noise.bernoulli(self.population, self.sampling_probability)
+
+    def sample_batch(self):
+        """Indices (LongTensor, increasing) of the rows in the next batch; may be empty."""
+        return torch.nonzero(self.sample_mask(), as_tuple=True)[0]
