@@ -4,6 +4,10 @@ import sdv  # noqa: F401  (first: SDV's add-on discovery then imports our submod
 
 from sdv_dpkme._version import __version__  # noqa: E402
 from sdv_dpkme.privacy import PrivacyReport  # noqa: E402
-from sdv_dpkme.synthesizers import DPHPSynthesizer, DPMERFSynthesizer  # noqa: E402
+from sdv_dpkme.synthesizers import (  # noqa: E402
+    DPHPSynthesizer,
+    DPKIPSynthesizer,
+    DPMERFSynthesizer,
+)
 
-__all__ = ['DPHPSynthesizer', 'DPMERFSynthesizer', 'PrivacyReport', '__version__']
+__all__ = ['DPHPSynthesizer', 'DPKIPSynthesizer', 'DPMERFSynthesizer', 'PrivacyReport', '__version__']

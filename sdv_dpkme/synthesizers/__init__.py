@@ -2,7 +2,9 @@
 
 from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
 from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer
+from sdv_dpkme.synthesizers.dpkip import DPKIPSynthesizer
 from sdv_dpkme.synthesizers.dpmerf import DPMERFSynthesizer
 from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
 
-__all__ = ['BaseDPSynthesizer', 'BaseDPKMESynthesizer', 'DPHPSynthesizer', 'DPMERFSynthesizer']
+__all__ = ['BaseDPSynthesizer', 'BaseDPKMESynthesizer', 'DPHPSynthesizer', 'DPKIPSynthesizer',
+           'DPMERFSynthesizer']

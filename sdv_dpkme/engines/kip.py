@@ -1,0 +1,184 @@
+"""DP-KIP engine (Vinaroz & Park, TMLR 2024): DP-SGD on a small labelled support set.
+
+Algorithm box (seed 002, §3-4; formulas in research/algorithms.md §3):
+  input: private rows x_1..x_n (encoded, unit box) with labels; kernel k (FC-NTK); ridge lambda;
+         support size m_c per class; sampling rate q; clip norm C; steps T; learning rate.
+  1. X_s <- public noise (uniform on the unit box, model RNG); Y_s <- centred one-hot labels,
+     fixed (y - 1/K for K label buckets). Never a private row.
+  2. for t = 1..T:
+       J   <- Poisson sample: each row independently with probability q (secret noise source)
+       g_i <- d/dX_s l(X_s; x_i, y_i) for i in J, per example (torch.func vmap/grad), where
+              l = 1/(2K) ||k(x_i, X_s) (K_ss + lambda tr(K_ss)/m I)^-1 Y_s - y_i||^2
+       g_i <- g_i / max(1, ||g_i|| / C)
+       g   <- (sum_i g_i + N(0, (sigma C)^2 I)) / (q n)     [the expected batch size, public]
+       X_s <- Adam(X_s, g)
+  3. release (X_s, Y_s): post-processing of the T noisy gradients.
+The T releases are one Poisson-subsampled Gaussian group of the fit's accountant (replace-one
+sensitivity 2C of the clipped sum; see privacy/subsampled.py). Nothing here knows SDV.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.func import grad, vmap
+from tqdm.auto import tqdm
+
+from sdv_dpkme.privacy import PoissonSubsampledGaussianMechanism
+
+
+@dataclass
+class KIPSettings:
+    """DP-SGD and kernel settings (all public)."""
+
+    steps: int
+    sampling_rate: float
+    clip_norm: float
+    learning_rate: float
+    regularization: float
+    device: object
+    max_chunk: int = 1024  # rows per vmap call: bounds the memory of per-example gradients
+
+
+def centred_one_hot(labels, n_classes):
+    """Labels as one-hot vectors minus 1/K (the paper's label encoding)."""
+    labels = torch.as_tensor(labels, dtype=torch.long)
+    return torch.nn.functional.one_hot(labels, n_classes).double() - 1.0 / n_classes
+
+
+def krr_predict(kernel, support, support_y, x, regularization):
+    """K_xs (K_ss + lambda tr(K_ss)/m I)^-1 Y_s: kernel ridge regression on the support."""
+    k_ss = kernel(support, support)
+    m = support.shape[0]
+    ridge = abs(regularization) * torch.trace(k_ss) / m
+    eye = torch.eye(m, dtype=k_ss.dtype, device=k_ss.device)
+    alpha = torch.linalg.solve(k_ss + ridge * eye, support_y)
+    return kernel(x, support) @ alpha
+
+
+def krr_loss(kernel, support, support_y, x, y, regularization):
+    """Mean over rows and label buckets of (prediction - y)^2 / 2."""
+    pred = krr_predict(kernel, support, support_y, x, regularization)
+    return 0.5 * ((pred - y) ** 2).mean()
+
+
+def clipped_gradient_sum(kernel, support, support_y, x, y, regularization, clip_norm, max_chunk):
+    """sum_i clip_C(d l(x_i, y_i) / d X_s) over the rows of ``x``, per example."""
+
+    def one(s, xi, yi):
+        return krr_loss(kernel, s, support_y, xi[None], yi[None], regularization)
+
+    per_example = vmap(grad(one), in_dims=(None, 0, 0))
+    total = torch.zeros_like(support)
+    for start in range(0, len(x), max_chunk):
+        g = per_example(support, x[start:start + max_chunk], y[start:start + max_chunk])
+        norms = g.flatten(1).norm(dim=1)
+        scale = torch.clamp(clip_norm / torch.clamp(norms, min=1e-300), max=1.0)
+        total = total + (g * scale[:, None, None]).sum(0)
+    return total
+
+
+def initial_support(counts, n_features, rng):
+    """Public noise for the support (uniform on the unit box) and its label indices."""
+    labels = np.repeat(np.arange(len(counts)), counts)
+    support = torch.rand(len(labels), n_features, generator=rng, dtype=torch.float64)
+    return support, labels
+
+
+def fit(x, labels, n_classes, counts, kernel, settings, ledger, rng, verbose=False):
+    """Steps 1-3 of the algorithm box; ``counts[c]`` support rows for label bucket c.
+
+    Returns ``(support (m, d) float64 CPU tensor, support label indices, history DataFrame)``.
+    The history holds only DP outputs (norms of the noisy gradients), never a loss on private
+    rows.
+    """
+    device = settings.device
+    n = len(x)
+    x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
+    y = centred_one_hot(labels, n_classes)
+    support, support_labels = initial_support(counts, x.shape[1], rng)
+    support_y = centred_one_hot(support_labels, n_classes).to(device)
+    support = support.to(device).requires_grad_(True)
+    mechanism = PoissonSubsampledGaussianMechanism(
+        ledger.accountant, ledger.noise, name='kip_gradients',
+        description=(f'DP-SGD gradients of the KIP loss w.r.t. {len(support_labels)} support rows '
+                     f'x {x.shape[1]} features ({kernel.describe()}, ridge '
+                     f'{settings.regularization:g}), per-example clip {settings.clip_norm:g}'),
+        clip_norm=settings.clip_norm, sampling_probability=settings.sampling_rate,
+        population=n, count=settings.steps, dimension=support.numel(),
+    )
+    optimizer = torch.optim.Adam([support], lr=settings.learning_rate)
+    history = []
+    bar = tqdm(range(settings.steps), desc='DP-SGD on the support', disable=not verbose)
+    for step in bar:
+        batch = mechanism.sample_batch()
+        with torch.no_grad():
+            s = support.detach()
+        if len(batch):
+            xb, yb = x[batch].to(device), y[batch].to(device)
+            total = clipped_gradient_sum(kernel, s, support_y, xb, yb, settings.regularization,
+                                         settings.clip_norm, settings.max_chunk)
+        else:  # an empty batch still spends its release: the noise alone
+            total = torch.zeros_like(s)
+        noisy = mechanism.release(total.detach().cpu()) / mechanism.expected_batch_size
+        optimizer.zero_grad()
+        support.grad = noisy.to(device=device, dtype=support.dtype)
+        optimizer.step()
+        history.append({'Step': step, 'Noisy gradient norm': float(noisy.norm())})
+    if not torch.isfinite(support).all():
+        warnings.warn('The support set holds non-finite values; lower learning_rate.')
+    return support.detach().cpu(), support_labels, pd.DataFrame(history)
+
+
+class KIPModel:
+    """The distilled support set in the encoded layout (a DP output) and its labels."""
+
+    def __init__(self, rows, columns, labels, loss_values):
+        self.rows = np.asarray(rows, dtype=float)
+        self.columns = list(columns)
+        self.labels = np.asarray(labels)
+        self.loss_values = loss_values
+        self._rng = None
+
+    def set_random_state(self, random_state):
+        self._rng = np.random.default_rng(random_state)
+
+    def support(self):
+        """Every distilled row once, in class order."""
+        return pd.DataFrame(self.rows, columns=self.columns)
+
+    def sample(self, num_rows):
+        """Whole shuffled copies of the support, then a random part of one more: no row
+        appears twice before every row has appeared once."""
+        if self._rng is None:
+            self.set_random_state(None)
+        m = len(self.rows)
+        order = np.concatenate([self._rng.permutation(m) for _ in range(-(-num_rows // m))])
+        return pd.DataFrame(self.rows[order[:num_rows]], columns=self.columns)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state['_rng'] = None  # sampling restarts from SDV's fixed seed after loading
+        return state
+
+
+def encoded_rows(support, support_labels, blocks, target, n_columns):
+    """The support as rows of the encoded table: numeric values clamped to [0, 1], one-hot
+    blocks set to their largest in-domain bucket (never the last, out-of-domain, one), and the
+    target block to the row's label. Post-processing of the DP support."""
+    support = np.asarray(support, dtype=float)
+    rows = np.zeros((len(support), n_columns))
+    at = 0
+    for block in blocks:
+        values = support[:, at:at + block.width]
+        at += block.width
+        cols = list(block.columns)
+        if block.kind == 'categorical':
+            codes = values[:, :-1].argmax(axis=1) if block.width > 1 else np.zeros(len(values), int)
+            rows[:, cols] = np.eye(block.width)[codes]
+        else:
+            rows[:, cols] = np.clip(values, 0.0, 1.0)
+    rows[:, list(target.columns)] = np.eye(target.width)[np.asarray(support_labels)]
+    return rows

@@ -1,0 +1,152 @@
+"""DP-KIP: a table distilled into a few labelled rows (Vinaroz & Park, TMLR 2024).
+
+Release plan: ``round(epochs / sampling_rate)`` DP-SGD steps on the support rows, one
+Poisson-subsampled Gaussian group (per-example clip C, replace-one sensitivity 2C of each
+step's sum), composed with domain discovery (if any) by the fit's one accountant. The support is
+initialised from public noise and never sees a private row except through the noisy gradients.
+The engine is ``sdv_dpkme.engines.kip``.
+"""
+
+import math
+import warnings
+
+import numpy as np
+from sdv.errors import SynthesizerInputError
+
+from sdv_dpkme.engines import kip
+from sdv_dpkme.engines.generator import resolve_device
+from sdv_dpkme.features.ntk import FCNTK
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
+
+
+class DistilledDataWarning(UserWarning):
+    """``sample`` was asked for more rows than the distilled set holds: rows repeat."""
+
+
+class DPKIPSynthesizer(BaseDPSynthesizer):
+    """Differentially private dataset distillation by kernel inducing points (DP-KIP).
+
+    The fit learns ``support_per_class`` rows per class of ``target_column`` so that kernel
+    ridge regression on them (infinite-width FC-NTK) predicts the private labels; the result is
+    a small labelled training set, not a full synthetic table.
+
+    Model args (besides those of the base class):
+        target_column: required; the categorical label the support rows carry.
+        support_per_class: rows per class, an int (every declared category) or a dict
+            ``{category: rows}`` (categories left out get none).
+        epochs: expected passes over the data; steps = round(epochs / sampling_rate).
+        sampling_rate: q, the probability that a row is in a step's batch (Poisson sampling).
+        clip_norm: C, the per-example gradient clip.
+        learning_rate: Adam's step size on the support rows.
+        regularization: lambda of the trace-scaled ridge (K_ss + lambda tr(K_ss)/m I).
+        ntk_depth: hidden ReLU layers of the FC-NTK (1 as in the paper).
+
+    Sampling: ``get_distilled_data()`` returns the distilled rows, each once, in class order.
+    ``sample(num_rows)`` returns them in a random order; asking for more rows than were
+    distilled repeats them (every row once before any row twice) with a ``DistilledDataWarning``,
+    because DP-KIP has no generator to draw new rows from. Classes are balanced as set by
+    ``support_per_class``, not in the private table's proportions.
+    """
+
+    def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
+                 known_categories=None, nullable_columns=None, metadata_is_public=False,
+                 target_column=None, support_per_class=10, epochs=10, sampling_rate=0.01,
+                 clip_norm=0.1, learning_rate=0.05, regularization=1e-6, ntk_depth=1,
+                 locales=('en_US',), random_state=None, device='auto', verbose=True,
+                 noise_seed=None, domain=None, domain_budget_share=0.1):
+        if target_column is None:
+            raise SynthesizerInputError(
+                'DP-KIP distils a labelled table: pass target_column=<a categorical column>.'
+            )
+        self._init_model(locals())
+
+    def _check_parameters(self):
+        def number(value, low, high, name, low_open=True):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and (low < value if low_open else low <= value) and value <= high
+            if not ok:
+                raise SynthesizerInputError(
+                    f'{name} must be a number in {"(" if low_open else "["}{low}, {high}], '
+                    f'got {value!r}.'
+                )
+
+        number(self.sampling_rate, 0, 1, 'sampling_rate')
+        number(self.epochs, 0, math.inf, 'epochs')
+        number(self.clip_norm, 0, math.inf, 'clip_norm')
+        number(self.learning_rate, 0, math.inf, 'learning_rate')
+        number(self.regularization, 0, math.inf, 'regularization', low_open=False)
+        if isinstance(self.ntk_depth, bool) or not isinstance(self.ntk_depth, int) \
+                or self.ntk_depth < 1:
+            raise SynthesizerInputError(f'ntk_depth must be an int >= 1, got {self.ntk_depth!r}.')
+        per_class = self.support_per_class
+        values = per_class.values() if isinstance(per_class, dict) else [per_class]
+        if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0
+                             for v in values) or sum(values) < 1:
+            raise SynthesizerInputError(
+                'support_per_class must be an int >= 1 or a dict {category: rows >= 0} with at '
+                f'least one row, got {per_class!r}.'
+            )
+        self._support_counts()
+
+    def _support_counts(self):
+        """Rows per bucket of the target's one-hot block (categories, [missing], out-of-domain)."""
+        domain = self._domains.get(self.target_column)
+        if domain is None:  # discovered at fit: checked then
+            return None
+        categories = list(domain.categories)
+        width = len(categories) + (1 if domain.nullable else 0) + 1
+        per_class = self.support_per_class
+        if not isinstance(per_class, dict):
+            return [per_class] * len(categories) + [0] * (width - len(categories))
+        unknown = set(per_class) - set(categories)
+        if unknown:
+            raise SynthesizerInputError(
+                f'support_per_class names {sorted(map(str, unknown))}, which are not declared '
+                f"categories of '{self.target_column}' ({categories})."
+            )
+        return [per_class.get(c, 0) for c in categories] + [0] * (width - len(categories))
+
+    @property
+    def steps(self):
+        return max(1, round(self.epochs / self.sampling_rate))
+
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        counts = self._support_counts()
+        if counts is None or len(counts) != target.width:
+            raise SynthesizerInputError(
+                f"target_column '{self.target_column}' has {target.width} buckets after "
+                f'encoding, but the support plan has {len(counts)}.'
+            )
+        kernel = FCNTK(depth=self.ntk_depth)
+        settings = kip.KIPSettings(self.steps, float(self.sampling_rate), float(self.clip_norm),
+                                   float(self.learning_rate), float(self.regularization),
+                                   resolve_device(self.device))
+        features = [c for block in blocks for c in block.columns]
+        support, support_labels, history = kip.fit(
+            np.asarray(x)[:, features], labels, target.width, counts, kernel, settings, ledger,
+            self._torch_generator(), verbose=self.verbose,
+        )
+        rows = kip.encoded_rows(support, support_labels, blocks, target, len(columns))
+        notes = [f'Support initialised from public uniform noise with the model RNG; '
+                 f'{len(support_labels)} rows, labels fixed; {settings.steps} DP-SGD steps.']
+        return kip.KIPModel(rows, columns, support_labels, history), notes
+
+    # ---------------------------------------------------------------------- outputs
+    def get_distilled_data(self):
+        """The distilled rows (each once, in class order) in the table's columns, with labels."""
+        if not self._fitted or self._model is None:
+            raise SynthesizerInputError('Fit the synthesizer before asking for its distilled data.')
+        return self._data_processor.reverse_transform(self._model.support())
+
+    def _sample(self, num_rows, conditions=None):
+        if conditions is not None:
+            raise NotImplementedError  # SDV falls back to reject sampling
+        m = len(self._model.rows)
+        if num_rows > m:
+            warnings.warn(
+                f'DP-KIP distilled the table into {m} rows; sampling {num_rows} repeats each of '
+                f'them about {num_rows / m:.1f} times (it has no generator to draw new rows). '
+                'get_distilled_data() returns the distilled rows once each.',
+                DistilledDataWarning,
+            )
+        return self._model.sample(num_rows)
