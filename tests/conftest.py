@@ -3,30 +3,41 @@ import pandas as pd
 import pytest
 from sdv.metadata import Metadata
 
-from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer, DPMERFSynthesizer
 
 FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
             generator_dims=(32,), latent_dim=8, verbose=False)
 # the same small settings for DP-MERF (its own feature-map arguments instead of DP-HP's)
 FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_size=64,
                  generator_dims=(32,), latent_dim=8, verbose=False)
+# DP-KIP: 15 DP-SGD steps (epochs / sampling_rate) on 3 support rows per class
+FAST_KIP = dict(nullable_columns=['income'], target_column='label', support_per_class=3,
+                epochs=1.5, sampling_rate=0.1, learning_rate=0.05, verbose=False)
 # Every synthesizer class, listed once: its fast settings, the release groups a fit with a target
-# must report, and its modes (extra arguments that take another privacy path). The contract tests
-# and the adversarial privacy suite (tests/privacy/test_adversarial.py) run against every entry,
-# and that suite fails when a synthesizer class of the package is missing here.
+# must report, its modes (extra arguments that take another privacy path), the arguments that
+# give 3 and 40 training steps, and whether it is a kernel-mean-embedding method (the shared
+# 'marginals' and 'pairs' terms). The contract tests and the adversarial privacy suite
+# (tests/privacy/test_adversarial.py) run against every entry, and that suite fails when a
+# synthesizer class of the package is missing here.
 SYNTHESIZERS = {
     DPHPSynthesizer: dict(
         fast=FAST,
         groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'},
-        modes={'default': {}},
+        modes={'default': {}}, steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPMERFSynthesizer: dict(
         fast=FAST_MERF, groups={'class_proportions', 'embedding', 'marginals', 'pairs'},
         modes={'single': {}, 'minibatch': {'releases': 'minibatch', 'minibatch_size': 32}},
+        steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
+    ),
+    DPKIPSynthesizer: dict(
+        fast=FAST_KIP, groups={'kip_gradients'}, modes={'default': {}}, steps=15,
+        short={'epochs': 0.3}, long={'epochs': 4.0}, kme=False,
     ),
 }
 # per synthesizer name: (fast settings, release groups)
 FAST_BY_CLASS = {cls.__name__: (v['fast'], v['groups']) for cls, v in SYNTHESIZERS.items()}
+KME_CLASSES = [cls for cls, v in SYNTHESIZERS.items() if v['kme']]
 NULLABLE = ['income']
 BOUNDS = {'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')}
 CATEGORIES = {'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']}

@@ -14,7 +14,11 @@ import torch
 from sdv.cag import FixedIncrements, Inequality, OneHotEncoding, Range
 from sdv.metadata import Metadata
 
-from sdv_dpkme.privacy import GaussianMechanism, SubsampledGaussianMechanism
+from sdv_dpkme.privacy import (
+    GaussianMechanism,
+    PoissonSubsampledGaussianMechanism,
+    SubsampledGaussianMechanism,
+)
 
 TABLE = 't'
 N = 80
@@ -156,6 +160,7 @@ def captured_releases():
     """Record the exact (pre-noise) value and the stated sensitivity of every release."""
     records = []
     plain, sub = GaussianMechanism.release, SubsampledGaussianMechanism.release
+    poisson = PoissonSubsampledGaussianMechanism.release
 
     def record_plain(self, value, *, name, sensitivity, **kwargs):
         records.append((name, _numbers(value), float(sensitivity)))
@@ -166,13 +171,19 @@ def captured_releases():
                         if self.noise_multiplier else None))
         return sub(self, value)
 
+    def record_poisson(self, value):  # DP-SGD: a step's value depends on the earlier releases
+        records.append(('poisson', _numbers(value), self.sensitivity))
+        return poisson(self, value)
+
     GaussianMechanism.release = record_plain
     SubsampledGaussianMechanism.release = record_sub
+    PoissonSubsampledGaussianMechanism.release = record_poisson
     try:
         yield records
     finally:
         GaussianMechanism.release = plain
         SubsampledGaussianMechanism.release = sub
+        PoissonSubsampledGaussianMechanism.release = poisson
 
 
 def _numbers(value):

@@ -1,0 +1,127 @@
+"""DPKIPSynthesizer: distilled data, sampling semantics, its release plan and its errors."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sdv.errors import SynthesizerInputError
+
+from sdv_dpkme import DPKIPSynthesizer
+from sdv_dpkme.synthesizers.dpkip import DistilledDataWarning
+from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, make_metadata, make_table
+from tests.privacy.test_poisson import _bbghs_conversion, _schedule_rdp
+
+FAST = FAST_BY_CLASS['DPKIPSynthesizer'][0]
+
+
+def build(**kwargs):
+    args = dict(FAST, epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
+                random_state=0)
+    args.update(kwargs)
+    return DPKIPSynthesizer(make_metadata(), **args)
+
+
+@pytest.fixture(scope='module')
+def fitted():
+    synth = build()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table()})
+    return synth
+
+
+def test_a_target_column_is_required():
+    with pytest.raises(SynthesizerInputError, match='target_column'):
+        DPKIPSynthesizer(make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
+                         known_categories=CATEGORIES)
+
+
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(sampling_rate=0), 'sampling_rate'),
+    (dict(sampling_rate=1.5), 'sampling_rate'),
+    (dict(epochs=0), 'epochs'),
+    (dict(clip_norm=-1), 'clip_norm'),
+    (dict(clip_norm=float('nan')), 'clip_norm'),
+    (dict(learning_rate='0.1'), 'learning_rate'),
+    (dict(regularization=-1e-6), 'regularization'),
+    (dict(ntk_depth=0), 'ntk_depth'),
+    (dict(support_per_class=0), 'support_per_class'),
+    (dict(support_per_class=True), 'support_per_class'),
+    (dict(support_per_class={'yes': 2, 'maybe': 1}), 'maybe'),
+])
+def test_bad_arguments_get_clear_errors(kwargs, match):
+    with pytest.raises(SynthesizerInputError, match=match):
+        build(**kwargs)
+
+
+def test_distilled_data_is_the_labelled_support_in_the_table_columns(fitted):
+    data = fitted.get_distilled_data()
+    assert list(data.columns) == list(make_table().columns)
+    assert list(data['label']) == ['no'] * 3 + ['yes'] * 3  # balanced, in class order
+    assert data['age'].between(*BOUNDS['age']).all()
+    assert data['city'].dropna().isin(CATEGORIES['city']).all()
+    with pytest.raises(SynthesizerInputError, match='Fit'):
+        build().get_distilled_data()
+
+
+def test_support_per_class_as_a_dict():
+    synth = build(support_per_class={'yes': 4})
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table()})
+    assert list(synth.get_distilled_data()['label']) == ['yes'] * 4
+
+
+def test_sampling_up_to_the_support_gives_distinct_rows_without_warning(fitted):
+    fitted.reset_sampling()
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', DistilledDataWarning)
+        out = fitted.sample(6)['t']
+    columns = ['age', 'income', 'city', 'flag', 'when', 'label']
+    distilled = fitted.get_distilled_data()[columns]
+    assert sorted(map(tuple, out[columns].astype(str).to_numpy())) == sorted(
+        map(tuple, distilled.astype(str).to_numpy()))
+
+
+def test_sampling_more_rows_repeats_the_support_and_says_so(fitted):
+    with pytest.warns(DistilledDataWarning, match='6 rows; sampling 14 repeats'):
+        out = fitted.sample(14)['t']
+    counts = out.groupby(['age', 'label']).size()
+    assert counts.max() - counts.min() <= 1  # every row once before any row a third time
+
+
+def test_the_report_holds_one_poisson_group_and_epsilon_recomputes(fitted):
+    report = fitted.get_privacy_report()
+    (row,) = report.releases
+    assert row.name == 'kip_gradients' and row.count == 15 and row.sampling_probability == 0.1
+    assert row.sensitivity == pytest.approx(2 * fitted.clip_norm)
+    assert 'Poisson' in row.sampling and 'replace-one' in report.neighbouring_relation
+    # independent recomputation (WBK Thm 9 in numpy, Balle et al. 2020 conversion)
+    alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count)
+    assert report.epsilon_calibrated == pytest.approx(
+        min(_bbghs_conversion(alphas, rdp, report.delta), 1.0), rel=1e-6)
+    assert report.epsilon_calibrated <= 1.0
+
+
+def test_domain_discovery_and_dp_sgd_share_one_budget(table):
+    synth = build(known_min_max_values={'age': BOUNDS['age'], 'when': BOUNDS['when']},
+                  noise_seed=None, domain_budget_share=0.2)  # 'income' is discovered
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': table})
+    report = synth.get_privacy_report()
+    names = [r.name for r in report.releases]
+    assert names[0] == 'domain_discovery' and names[-1] == 'kip_gradients'
+    assert report.guarantee_holds and 0.99 < report.epsilon_spent <= 1.0
+    assert synth.get_info()['discovered_columns'] == ['income']
+
+
+def test_non_private_reference_adds_no_noise():
+    synth = build(epsilon=math.inf, noise_seed=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table()})
+    report = synth.get_privacy_report()
+    assert report.releases[0].noise_std == 0 and report.epsilon_spent == math.inf
+    assert np.isfinite(synth._model.rows).all()
