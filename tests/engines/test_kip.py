@@ -160,3 +160,23 @@ def test_encoded_rows_are_valid_layout_rows():
     np.testing.assert_array_equal(rows[:, 0], [1.0, 0.0])  # clamped to the unit box
     np.testing.assert_array_equal(rows[:, 1:4], [[0, 1, 0], [1, 0, 0]])  # never out-of-domain
     np.testing.assert_array_equal(rows[:, 4:], [[0, 1, 0], [1, 0, 0]])  # the support's labels
+
+
+def test_each_step_draws_fresh_noise(monkeypatch):
+    # the research code reused one step's noise in every epoch (fold_in with a reset counter)
+    from sdv_dpkme.privacy import PoissonSubsampledGaussianMechanism as Mechanism
+
+    noises = []
+    release = Mechanism.release
+
+    def spy(self, value):
+        out = release(self, value)
+        noises.append((out - value).flatten())
+        return out
+
+    monkeypatch.setattr(Mechanism, 'release', spy)
+    x, labels = _data()
+    _fit(x, labels, steps=8)
+    assert len(noises) == 8
+    assert all(not torch.allclose(noises[i], noises[j])
+               for i in range(8) for j in range(i + 1, 8))

@@ -125,3 +125,10 @@ def test_non_private_reference_adds_no_noise():
     report = synth.get_privacy_report()
     assert report.releases[0].noise_std == 0 and report.epsilon_spent == math.inf
     assert np.isfinite(synth._model.rows).all()
+
+
+def test_arguments_changed_after_construction_are_checked_at_fit(table):
+    synth = build()
+    synth.sampling_rate = 0.0
+    with pytest.raises(SynthesizerInputError, match='sampling_rate'):
+        synth.fit({'t': table})
