@@ -21,11 +21,8 @@ import torch
 
 from sdv_dpkme.engines.embedding import class_mean_embeddings, class_proportions
 from sdv_dpkme.engines.generator import Objective, TabularGenerator, train_generator
+from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
-
-
-class EngineInputError(ValueError):
-    """A method argument the engine cannot use; the message says what to change."""
 
 
 @dataclass
