@@ -38,10 +38,12 @@ def test_a_target_column_is_required():
 
 
 @pytest.mark.parametrize('kwargs,match', [
-    (dict(sampling_rate=0), 'sampling_rate'),
-    (dict(sampling_rate=1.5), 'sampling_rate'),
-    (dict(epochs=0), 'epochs'),
+    (dict(batch_size=0), 'batch_size'),
+    (dict(batch_size=2.5), 'batch_size'),
+    (dict(steps=0), 'steps'),
+    (dict(steps=True), 'steps'),
     (dict(clip_norm=-1), 'clip_norm'),
+    (dict(clip_norm=float('inf')), 'clip_norm'),
     (dict(clip_norm=float('nan')), 'clip_norm'),
     (dict(learning_rate='0.1'), 'learning_rate'),
     (dict(regularization=-1e-6), 'regularization'),
@@ -91,6 +93,14 @@ def test_sampling_more_rows_repeats_the_support_and_says_so(fitted):
     assert counts.max() - counts.min() <= 1  # every row once before any row a third time
 
 
+def test_a_batch_size_above_n_means_every_row_every_step():
+    synth = build(batch_size=10_000, steps=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table()})
+    assert synth.get_privacy_report().releases[0].sampling_probability == 1.0
+
+
 def test_the_report_holds_one_poisson_group_and_epsilon_recomputes(fitted):
     report = fitted.get_privacy_report()
     (row,) = report.releases
@@ -129,6 +139,6 @@ def test_non_private_reference_adds_no_noise():
 
 def test_arguments_changed_after_construction_are_checked_at_fit(table):
     synth = build()
-    synth.sampling_rate = 0.0
-    with pytest.raises(SynthesizerInputError, match='sampling_rate'):
+    synth.steps = 0
+    with pytest.raises(SynthesizerInputError, match='steps'):
         synth.fit({'t': table})
