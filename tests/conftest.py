@@ -10,9 +10,9 @@ FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3
 # the same small settings for DP-MERF (its own feature-map arguments instead of DP-HP's)
 FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_size=64,
                  generator_dims=(32,), latent_dim=8, verbose=False)
-# DP-KIP: 15 DP-SGD steps on 3 support rows per class (24 expected rows: q = 0.1 of 240)
+# DP-KIP: 15 DP-SGD steps on 3 support rows per class (q = 0.1: 24 expected rows of 240)
 FAST_KIP = dict(nullable_columns=['income'], target_column='label', support_per_class=3,
-                steps=15, batch_size=24, learning_rate=0.05, verbose=False)
+                steps=15, sampling_rate=0.1, learning_rate=0.05, verbose=False)
 # Every synthesizer class, listed once: its fast settings, the release groups a fit with a target
 # must report, its modes (extra arguments that take another privacy path), the arguments that
 # give 3 and 40 training steps, and whether it is a kernel-mean-embedding method (the shared

@@ -35,17 +35,15 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
         support_per_class: rows per class, an int (every declared category) or a dict
             ``{category: rows}`` (categories left out get none).
         steps: DP-SGD steps (each one release).
-        batch_size: expected rows per step; each row is in a step's batch independently with
-            probability q = min(1, batch_size / n) (Poisson sampling; n is public).
+        sampling_rate: q, the probability that a row is in a step's batch (Poisson sampling);
+            the expected batch is q * n rows.
         clip_norm: C, the per-example gradient clip.
         learning_rate: Adam's step size on the support rows.
         regularization: lambda of the trace-scaled ridge (K_ss + lambda tr(K_ss)/m I).
         ntk_depth: hidden ReLU layers of the FC-NTK (1 as in the paper).
-        The defaults (100 steps of 800 rows, C = 0.1, learning rate 0.02) were chosen on Adult
-        at epsilon = 1 (benchmarks/results/dpkip_tuning.md: q = 0.02 of its 39,073 rows); the
-        paper's 10 epochs at q = 0.01 add noise faster than signal under the replace-one
-        accounting. A batch size rather than a rate keeps the signal per step on larger tables
-        while q, and so the noise, shrinks. Census was not tuned on.
+        The defaults (100 steps at q = 0.02, C = 0.1, learning rate 0.02) were chosen on Adult
+        at epsilon = 1 (benchmarks/results/dpkip_tuning.md); the paper's 10 epochs at q = 0.01
+        add noise faster than signal under the replace-one accounting.
 
     Sampling: ``get_distilled_data()`` returns the distilled rows, each once, in class order.
     ``sample(num_rows)`` returns them in a random order; asking for more rows than were
@@ -56,7 +54,7 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
-                 target_column=None, support_per_class=10, steps=100, batch_size=800,
+                 target_column=None, support_per_class=10, steps=100, sampling_rate=0.02,
                  clip_norm=0.1, learning_rate=0.02, regularization=1e-6, ntk_depth=1,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1):
@@ -77,10 +75,9 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                     f'got {value!r}.'
                 )
 
-        for name in ('steps', 'batch_size'):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SynthesizerInputError(f'{name} must be an int >= 1, got {value!r}.')
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
+            raise SynthesizerInputError(f'steps must be an int >= 1, got {self.steps!r}.')
+        number(self.sampling_rate, 0, 1, 'sampling_rate')
         number(self.clip_norm, 0, math.inf, 'clip_norm')
         number(self.learning_rate, 0, math.inf, 'learning_rate')
         number(self.regularization, 0, math.inf, 'regularization', low_open=False)
@@ -124,7 +121,7 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                 f'encoding, but the support plan has {len(counts)}.'
             )
         kernel = FCNTK(depth=self.ntk_depth)
-        rate = min(1.0, self.batch_size / len(x))  # n is public (replace-one)
+        rate = float(self.sampling_rate)
         settings = kip.KIPSettings(self.steps, rate, float(self.clip_norm),
                                    float(self.learning_rate), float(self.regularization),
                                    resolve_device(self.device))
@@ -136,8 +133,7 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
         rows = kip.encoded_rows(support, support_labels, blocks, target, len(columns))
         notes = [f'Support initialised from public uniform noise with the model RNG; '
                  f'{len(support_labels)} rows, labels fixed; {settings.steps} DP-SGD steps, each '
-                 f'row in a batch with probability q = {rate:.6g} (batch_size {self.batch_size} '
-                 f'of n = {len(x)} rows).']
+                 f'row in a batch with probability q = {rate:.6g} (n = {len(x)} rows).']
         return kip.KIPModel(rows, columns, support_labels, history), notes
 
     # ---------------------------------------------------------------------- outputs
