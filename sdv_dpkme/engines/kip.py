@@ -64,16 +64,42 @@ def krr_loss(kernel, support, support_y, x, y, regularization):
     return 0.5 * ((pred - y) ** 2).mean()
 
 
+def per_example_gradients(kernel, support, support_y, x, y, regularization):
+    """d l_i / d X_s for every row, (B, m, d), by the chain rule through k(x_i, X_s) and K_ss.
+
+    With R = K_ss + lambda tr(K_ss)/m I, alpha = R^-1 Y_s, e_i = (k_i alpha - y_i) / K:
+    a_i = alpha e_i is dl_i/dk_i and H_i = -a_i (R^-1 k_i)^T + lambda/m tr(.) I is dl_i/dK_ss.
+    Entry (j, k) of a kernel matrix depends on rows j and k only, so both vector-Jacobian
+    products need just the first-argument gradients of k: one (m, m, d) tensor for K_ss, one
+    (B, m, d) for the rows. The same numbers as autograd through ``krr_loss`` per row
+    (tests/engines/test_kip.py), without rebuilding K_ss for every row.
+    """
+    m, n_classes = support.shape[0], y.shape[1]
+    k_ss = kernel(support, support)
+    lam = abs(regularization) / m
+    eye = torch.eye(m, dtype=k_ss.dtype, device=k_ss.device)
+    r = k_ss + lam * torch.trace(k_ss) * eye
+    alpha = torch.linalg.solve(r, support_y)
+    k_xs = kernel(x, support)
+    a = ((k_xs @ alpha - y) / n_classes) @ alpha.T
+    u = torch.linalg.solve(r, k_xs.T).T
+    h = -a[:, :, None] * u[:, None, :]
+    h = h + lam * torch.diagonal(h, dim1=1, dim2=2).sum(1)[:, None, None] * eye
+    fixed = support.detach()
+    # d k(s_j, s_k) / d s_j, from grad of column k's sum (entry j depends on s_j only)
+    first = vmap(grad(lambda s, t: kernel(s, t[None]).sum()), in_dims=(None, 0))(support, fixed)
+    through_k_ss = torch.einsum('bjk,kjd->bjd', h + h.transpose(1, 2), first)
+    # d k(x_i, s_j) / d s_j, from grad of row i's sum
+    rows = vmap(grad(lambda s, xi: kernel(xi[None], s).sum()), in_dims=(None, 0))(support, x)
+    return through_k_ss + a[:, :, None] * rows
+
+
 def clipped_gradient_sum(kernel, support, support_y, x, y, regularization, clip_norm, max_chunk):
     """sum_i clip_C(d l(x_i, y_i) / d X_s) over the rows of ``x``, per example."""
-
-    def one(s, xi, yi):
-        return krr_loss(kernel, s, support_y, xi[None], yi[None], regularization)
-
-    per_example = vmap(grad(one), in_dims=(None, 0, 0))
     total = torch.zeros_like(support)
     for start in range(0, len(x), max_chunk):
-        g = per_example(support, x[start:start + max_chunk], y[start:start + max_chunk])
+        g = per_example_gradients(kernel, support, support_y, x[start:start + max_chunk],
+                                  y[start:start + max_chunk], regularization)
         norms = g.flatten(1).norm(dim=1)
         scale = torch.clamp(clip_norm / torch.clamp(norms, min=1e-300), max=1.0)
         total = total + (g * scale[:, None, None]).sum(0)
