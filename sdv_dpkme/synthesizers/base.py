@@ -40,7 +40,7 @@ from sdv_dpkme.domain.transformers import (
     DPDiscreteTransformer,
     DPNumericalTransformer,
 )
-from sdv_dpkme.engines.kme import EngineInputError
+from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
 from sdv_dpkme.synthesizers.public_state import (
