@@ -140,8 +140,7 @@ def fit(x, labels, n_classes, counts, kernel, settings, ledger, rng, verbose=Fal
     bar = tqdm(range(settings.steps), desc='DP-SGD on the support', disable=not verbose)
     for step in bar:
         batch = mechanism.sample_batch()
-        with torch.no_grad():
-            s = support.detach()
+        s = support.detach()
         if len(batch):
             xb, yb = x[batch].to(device), y[batch].to(device)
             total = clipped_gradient_sum(kernel, s, support_y, xb, yb, settings.regularization,
