@@ -3,6 +3,7 @@
 import sdv  # noqa: F401  (first: SDV's add-on discovery then imports our submodule cleanly)
 
 from sdv_dpkme._version import __version__  # noqa: E402
+from sdv_dpkme.engines.errors import CollapsedGeneratorWarning  # noqa: E402
 from sdv_dpkme.privacy import PrivacyReport  # noqa: E402
 from sdv_dpkme.synthesizers import (  # noqa: E402
     DPHPSynthesizer,
@@ -10,4 +11,5 @@ from sdv_dpkme.synthesizers import (  # noqa: E402
     DPMERFSynthesizer,
 )
 
-__all__ = ['DPHPSynthesizer', 'DPKIPSynthesizer', 'DPMERFSynthesizer', 'PrivacyReport', '__version__']
+__all__ = ['CollapsedGeneratorWarning', 'DPHPSynthesizer', 'DPKIPSynthesizer', 'DPMERFSynthesizer',
+           'PrivacyReport', '__version__']

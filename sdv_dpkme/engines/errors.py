@@ -1,5 +1,10 @@
-"""The one error type engines raise for a user's argument (the SDV side re-raises it as SDV's)."""
+"""The error type engines raise for a user's argument (the SDV side re-raises it as SDV's), and
+the warnings they give about a fitted model."""
 
 
 class EngineInputError(ValueError):
     """A method argument the engine cannot use; the message says what to change."""
+
+
+class CollapsedGeneratorWarning(UserWarning):
+    """The trained generator gives (near) identical rows for some class: a failed fit."""

@@ -20,8 +20,13 @@ import pandas as pd
 import torch
 
 from sdv_dpkme.engines.embedding import class_mean_embeddings, class_proportions
-from sdv_dpkme.engines.generator import Objective, TabularGenerator, train_generator
 from sdv_dpkme.engines.errors import EngineInputError
+from sdv_dpkme.engines.generator import (
+    Objective,
+    TabularGenerator,
+    collapsed_classes,
+    train_generator,
+)
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 
 
@@ -115,6 +120,7 @@ def release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger, verbose)
             noisy / divisor,  # joint -> class-conditional means (post-processing)
             weight=term.weight, first_step=term.first_step, last_step=term.last_step,
             period=term.period, phase=term.phase,
+            noise_std=(sigmas[term.group] * 2 / n) / divisor[:, 0],
         ))
     return objectives
 
@@ -184,14 +190,16 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
         generator, objectives, np.flatnonzero(weights > 0), training.steps, training.batch_size,
         training.learning_rate, training.device, rng, verbose=verbose,
     )
-    return KMEModel(generator, columns, target, weights, history)
+    collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
+    return KMEModel(generator, columns, target, weights, history, collapsed)
 
 
 class KMEModel:
     """Trained generator, released label weights and the encoded layout (all public or DP)."""
 
-    def __init__(self, generator, columns, target, class_weights, loss_values):
+    def __init__(self, generator, columns, target, class_weights, loss_values, collapsed=()):
         self.generator = generator.cpu().eval()
+        self.collapsed_classes = list(collapsed)  # classes whose rows came out identical
         self.columns = list(columns)
         self.target = target
         self.class_weights = np.asarray(class_weights, dtype=float)

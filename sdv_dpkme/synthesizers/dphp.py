@@ -50,7 +50,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  target_column=None, sum_order=100, sum_sigma2=0.05, product_order=5,
                  product_sigma2=0.05, product_columns=5, product_redraws=20,
                  max_product_features=8192, product_weight=0.1, product_schedule='cycle',
-                 budget_shares=None, steps=500, batch_size=1024, learning_rate=1e-2,
+                 budget_shares=None, steps=500, batch_size='auto', learning_rate=1e-2,
                  latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,

@@ -44,7 +44,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, n_features=1000, length_scale=0.3, budget_shares=None,
-                 releases='single', minibatch_size=2000, steps=500, batch_size=1024,
+                 releases='single', minibatch_size=2000, steps=500, batch_size='auto',
                  learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
@@ -70,8 +70,9 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         extra = self._shared_terms(blocks)
         model = kme.fit_minibatch(
             x, labels, blocks, target, columns, ledger, term, extra, self._shares(),
-            int(self.minibatch_size), self._training(), rng, self.verbose,
+            int(self.minibatch_size), self._training(len(x)), rng, self.verbose,
         )
+        self._warn_if_collapsed(model.collapsed_classes, target)
         return model, self._report_notes([term, *extra])
 
     def _report_notes(self, terms):

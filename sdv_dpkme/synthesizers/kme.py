@@ -4,9 +4,12 @@ It adds the two kernel terms both methods release besides their own (fine-scale 
 pairwise products) and hands the fit to ``sdv_dpkme.engines.kme``.
 """
 
+import warnings
+
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.engines import kme
+from sdv_dpkme.engines.errors import CollapsedGeneratorWarning
 from sdv_dpkme.engines.generator import resolve_device
 from sdv_dpkme.engines.kernel_terms import shared_terms
 from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
@@ -27,6 +30,10 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             so that how columns move together within a class is matched; None leaves it out.
             pair_weight: its weight in the training loss. Columns are left out of it, widest
             first and with a warning, while it would exceed ``max_pair_features`` per class.
+        batch_size: generated rows per training step; 'auto' is min(1024, max(256, n)) for n
+            rows (n is public): on small tables the targets are mostly noise, and a smaller
+            batch cut the fit time of a 215-row table by 3x at no loss of quality
+            (benchmarks/results/small_tables.md).
     """
 
     #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
@@ -36,6 +43,11 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         def number(value):
             return isinstance(value, (int, float)) and not isinstance(value, bool)
 
+        batch = self.batch_size
+        if batch != 'auto' and not (number(batch) and int(batch) == batch and batch >= 2):
+            raise SynthesizerInputError(
+                f"batch_size must be 'auto' or an integer >= 2, got {batch!r}."
+            )
         for prefix in ('marginal', 'pair'):
             length = getattr(self, f'{prefix}_length_scale')
             weight = getattr(self, f'{prefix}_weight')
@@ -68,8 +80,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         return shared_terms(blocks, self.marginal_length_scale, self.marginal_weight,
                             self.pair_length_scale, self.pair_weight, self.max_pair_features)
 
-    def _training(self):
-        return kme.Training(self.steps, self.batch_size, self.learning_rate, self.latent_dim,
+    def _batch_size(self, n):
+        if self.batch_size == 'auto':
+            return min(1024, max(256, n))
+        return int(self.batch_size)
+
+    def _training(self, n):
+        return kme.Training(self.steps, self._batch_size(n), self.learning_rate, self.latent_dim,
                             tuple(self.generator_dims), self.numeric_noise,
                             resolve_device(self.device))
 
@@ -77,8 +94,28 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         rng = self._torch_generator()
         terms = self._kernel_terms(blocks, rng) + self._shared_terms(blocks)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
-                        self._training(), rng, self.verbose)
+                        self._training(len(x)), rng, self.verbose)
+        self._warn_if_collapsed(model.collapsed_classes, target)
         return model, self._report_notes(terms)
+
+    def _warn_if_collapsed(self, collapsed, target):
+        if not collapsed:
+            return
+        if target is None:
+            which = 'every row comes'
+        else:
+            names = [*self._domains[target.name].categories, None]  # None: the missing bucket
+            which = (f"the rows of {target.name} = "
+                     f"{', '.join(repr(names[c]) for c in collapsed)} come")
+        warnings.warn(
+            f'The trained generator collapsed: {which} out (nearly) identical (numeric columns '
+            'spread over less than 1% of their bounds, one category per column). The noisy '
+            'embeddings were too weak to train on. Refit with another random_state, or give '
+            'the fit a stronger signal: more rows, a larger epsilon, or fewer released terms '
+            "(e.g. pair_length_scale=None). In get_loss_values(), the '... above noise "
+            "floor' columns estimate how far the fit is from the true embeddings.",
+            CollapsedGeneratorWarning, stacklevel=4,
+        )
 
     def __setstate__(self, state):
         super().__setstate__(state)

@@ -1,0 +1,99 @@
+"""Issue 21 item 5: small tables (fit cost that follows n, collapse warnings, readable losses)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sdv.errors import SynthesizerInputError
+
+from sdv_dpkme import CollapsedGeneratorWarning
+from sdv_dpkme.engines import kme
+from sdv_dpkme.engines.generator import TabularGenerator, collapsed_classes
+from sdv_dpkme.features import Block
+from tests.conftest import KME_CLASSES, make_table
+from tests.synthesizers.test_contract import build
+
+
+@pytest.fixture(params=KME_CLASSES, ids=lambda c: c.__name__)
+def kme_cls(request):
+    return request.param
+
+
+def _generator(seed=0):
+    torch.manual_seed(seed)
+    blocks = [Block('a', 'numeric', (0,)), Block('b', 'numeric', (1,)),
+              Block('c', 'categorical', (2, 3, 4))]
+    return TabularGenerator(blocks, 5, n_classes=2, latent_dim=4, hidden=(16,))
+
+
+def test_collapsed_classes_flags_a_constant_generator_only_issue21():
+    fresh = _generator()
+    assert collapsed_classes(fresh, [0, 1]) == []
+    dead = _generator()
+    last = dead.net[-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.zero_()
+        last.bias[2] = 20.0  # one category always
+    assert collapsed_classes(dead, [0, 1]) == [0, 1]
+    with torch.no_grad():
+        last.bias[2] = 0.0  # categories now uniform: rows differ, no collapse
+    assert collapsed_classes(dead, [0, 1]) == []
+
+
+def test_a_collapsed_fit_warns_with_the_class_name_issue21(kme_cls, monkeypatch):
+    monkeypatch.setattr(kme, 'collapsed_classes', lambda generator, classes: [1])
+    synth = build(kme_cls, target_column='label')
+    with pytest.warns(CollapsedGeneratorWarning, match=r"label = 'yes'.*random_state"):
+        synth.fit({'t': make_table()})
+
+
+def test_a_healthy_fit_gives_no_collapse_warning_issue21(kme_cls):
+    synth = build(kme_cls, target_column='label')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', CollapsedGeneratorWarning)
+        synth.fit({'t': make_table()})
+
+
+def test_loss_values_show_each_term_above_its_public_noise_floor_issue21():
+    cls = KME_CLASSES[0]
+    synth = build(cls, target_column='label', epsilon=0.5)
+    synth.fit({'t': make_table()})
+    losses = synth.get_loss_values()
+    floors = losses.attrs['noise_floor']
+    report = synth.get_privacy_report().to_frame()
+    weights = synth._model.class_weights
+    sampled = weights > 0
+    for name, floor in floors.items():
+        group = {'Sum kernel': 'sum_kernel', 'Marginals': 'marginals', 'Pairs': 'pairs'}.get(name)
+        if group is not None:  # floor = P * sum_c (std / w_c)^2, P features per class
+            row = report[report['name'] == group].iloc[0]
+            per_class = row['dimension'] / len(weights)
+            expected = per_class * np.sum((row['noise_std'] / weights[sampled]) ** 2)
+            assert floor == pytest.approx(expected, rel=1e-9), name
+        above = losses[f'{name} above noise floor']
+        np.testing.assert_allclose(losses[f'{name} loss'] - above, floor, rtol=1e-9)
+    assert {'Sum kernel', 'Marginals', 'Pairs'} <= set(floors)
+
+
+def test_batch_size_auto_follows_the_number_of_rows_issue21(kme_cls, monkeypatch):
+    synth = build(kme_cls, batch_size='auto')
+    assert [synth._batch_size(n) for n in (10, 215, 600, 3000, 10**6)] == [
+        256, 256, 600, 1024, 1024]
+    seen = {}
+    original = kme.train_generator
+
+    def spy(generator, objectives, classes, steps, batch_size, *args, **kwargs):
+        seen['batch'] = batch_size
+        return original(generator, objectives, classes, steps, batch_size, *args, **kwargs)
+
+    monkeypatch.setattr(kme, 'train_generator', spy)
+    synth.fit({'t': make_table(n=300)})
+    assert seen['batch'] == 300
+
+
+@pytest.mark.parametrize('bad', ['big', 0, 1, 2.5, True, None])
+def test_bad_batch_size_is_a_clear_error_issue21(kme_cls, bad):
+    with pytest.raises(SynthesizerInputError, match="batch_size must be 'auto'"):
+        build(kme_cls, batch_size=bad)
