@@ -202,12 +202,11 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         self._discovery = None
         self._undeclared = undeclared
         if undeclared:
-            self._discovery = discover(
-                table_data, undeclared, self._ledger, self.domain_budget_share
-            )
-            warn_discovered(self._discovery)
-            check_usable(self._discovery, self.target_column)
-            declared = {**declared, **self._discovery.domains}
+            discovery = discover(table_data, undeclared, self._ledger, self.domain_budget_share)
+            warn_discovered(discovery)
+            check_usable(discovery, self.target_column)  # kept only if usable
+            self._discovery = discovery
+            declared = {**declared, **discovery.domains}
         order = list(self._original_metadata._convert_to_single_table().columns)
         self._domains = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
 

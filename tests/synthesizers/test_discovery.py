@@ -231,7 +231,7 @@ def test_issue21_item3_one_class_target_and_one_value_flag_stop_the_fit():
     (warning,) = [w for w in record if issubclass(w.category, DomainDiscoveryWarning)]
     assert "'TSH': [0, 1e-06]; about" in str(warning.message)  # how much it cuts, said
     assert "'TSH'" in str(warning.message).split('are estimated to cut')[0].split('\n')[-1]
-    assert not synth._fitted
+    assert not synth._fitted and synth._discovery is None  # an unusable discovery is not kept
     # declaring what the error says fits
     synth = Synth(_flags_metadata(), epsilon=1.0, target_column='target', noise_seed=0,
                   known_categories={'target': ['hypothyroid', 'negative'], 'sick': ['f', 't']},
