@@ -19,3 +19,22 @@ def test_demo_writes_table_report_and_summary(tmp_path, monkeypatch):
     report = json.loads((tmp_path / 'privacy_report.json').read_text())
     assert report['epsilon'] == 1.0 and report['epsilon_spent'] <= 1.0
     assert (tmp_path / 'synthetic.csv').read_text().count('\n') == 201
+
+
+def test_issue21_domain_template_command_writes_the_skeleton(tmp_path, capsys):
+    from sdv.metadata import Metadata
+
+    from sdv_dpkme.domain import domain_template
+
+    metadata = Metadata.load_from_dict({'tables': {'guests': {'columns': {
+        'age': {'sdtype': 'numerical', 'range_min': 17, 'range_max': 99},
+        'room': {'sdtype': 'categorical', 'range_values': ['SECRET-ROOM']},
+        'email': {'sdtype': 'email', 'pii': True},
+    }}}})
+    path = tmp_path / 'metadata.json'
+    metadata.save_to_json(path)
+    main(['domain-template', str(path), '--out', str(tmp_path / 'domain.json')])
+    written = json.loads((tmp_path / 'domain.json').read_text())
+    assert written == domain_template(metadata)
+    assert 'SECRET-ROOM' not in json.dumps(written) and '99' not in json.dumps(written)
+    assert 'no rows read' in capsys.readouterr().err

@@ -12,6 +12,7 @@ from sdv_dpkme.domain.spec import (
     resolve_domains,
     strip_data_derived,
 )
+from sdv_dpkme.domain.template import domain_template
 from sdv_dpkme.domain.transformers import (
     DP_TRANSFORMERS,
     DPCategoricalTransformer,
@@ -32,6 +33,7 @@ __all__ = [
     'DomainError',
     'build_domains',
     'discover',
+    'domain_template',
     'merge_declarations',
     'missing_domain_message',
     'parse_domain_spec',

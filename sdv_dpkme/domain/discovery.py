@@ -14,7 +14,12 @@ one row moves one unit from one entry to another in each column: ||h(D) - h(D')|
 Post-processing (costs nothing):
 - bounds = outer edges of the outermost grid bins whose noisy count is >= ``numeric_threshold``;
 - categories = the values whose noisy count is >= ``category_threshold`` (partition selection);
-- nullable = the noisy null count is >= ``null_threshold`` (unless nullability was declared).
+- nullable = the noisy null count is >= ``null_threshold`` (unless nullability was declared);
+- the share of rows each domain cuts = (n - noisy counts kept inside it) / n, n being public;
+- ``check_usable`` refuses a category list of one value (and a target with one class).
+
+Before the release: a table with fewer rows than a column's threshold is refused (n and the
+thresholds are public), so a hopeless discovery spends nothing.
 
 The set of categorical keys comes from the data, so the histogram alone is not a Gaussian mechanism
 on a fixed vector. Its privacy argument (documented in docs/privacy.md): compare with the Gaussian
@@ -35,7 +40,15 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from sdv_dpkme.domain.spec import MAX_DISCRETE_VALUES, ColumnDomain, DomainError, fits_discrete
+from sdv_dpkme.domain.spec import (
+    DETECTION_HINT,
+    MAX_DISCRETE_VALUES,
+    TEMPLATE_HINT,
+    ColumnDomain,
+    DomainError,
+    fits_discrete,
+    sdtype_hint,
+)
 from sdv_dpkme.domain.transformers import to_numbers, to_timestamps_ns
 
 # Share of delta reserved for the category threshold (only when a categorical column is discovered).
@@ -163,6 +176,8 @@ class Discovery:
     release: object  # the Release recorded in the accountant
     reservation: object = None  # the DeltaReservation, if categories were discovered
     summary: dict = field(default_factory=dict)
+    # {column: (share of rows the domain likely cuts, its noise std)}: post-processing only
+    cut: dict = field(default_factory=dict)
 
     def replay(self, accountant):
         """Record this release in a new accountant (a later fit reusing the same encoding)."""
@@ -236,6 +251,13 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
              if reservation is not None else (0.5 if categorical else None))
     t_num = {c: float(numeric_threshold(noise_std, len(grid_for(undeclared[c])) + 1))
              for c in columns if undeclared[c].is_numeric}
+    n_rows = len(table)  # public under replace-one adjacency
+    hopeless = [c for c in columns if n_rows < (t_num[c] if c in t_num else t_cat)]
+    if hopeless:  # even a value held by every row would fail: refuse before spending anything
+        if reservation is not None:
+            accountant.reserved.remove(reservation)
+        raise DomainError(_hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat,
+                                            noise_std, budget_share))
 
     keys, counts = [], []
     for column in columns:
@@ -280,7 +302,7 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
         by_column[column].append((key, value))
     del keys, noisy
 
-    domains, failures, summary = {}, [], {}
+    domains, failures, summary, cut = {}, [], {}, {}
     for column in columns:
         template = undeclared[column]
         entries = by_column.pop(column)
@@ -315,20 +337,30 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
                     DomainDiscoveryWarning,
                 )
                 dom.scale = 'linear'
+            edges = grid_for(dom)
+            kept = [v for key, v in entries
+                    if key != NULL and _bin_inside(key[1], edges, dom.low, dom.high)]
+            cut[column] = _cut_share(kept, null_count, n_rows, noise_std)
             summary[column] = (
                 f'[{_show(dom.low, dom)}, {_show(dom.high, dom)}]'
                 + (', nullable' if dom.nullable else '')
+                + f'; {_show_cut(cut[column])} outside, clipped'
             )
         else:
             released = [key[1] for key, v in entries if key != NULL and v >= t_cat]
             if not released:
                 failures.append(
                     f"  - '{column}': no value has a noisy count above {t_cat:.0f} rows"
+                    + sdtype_hint(column)
                 )
                 continue
             dom.categories = sorted(released, key=lambda v: (type(v).__name__, str(v)))
+            # only released keys and the public null key: an unreleased key must not matter
+            kept = [v for key, v in entries if key != NULL and v >= t_cat]
+            cut[column] = _cut_share(kept, null_count, n_rows, noise_std)
             summary[column] = (
                 f'{len(released)} categories' + (', nullable' if dom.nullable else '')
+                + f'; {_show_cut(cut[column])} hold other values (out-of-domain bucket)'
             )
         domains[column] = dom
     if failures:
@@ -337,10 +369,55 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
             f'std is {noise_std:.0f} rows with domain_budget_share={budget_share:g}):\n'
             + '\n'.join(failures)
             + '\nDeclare their domains (see docs/domains.md), or raise epsilon or '
-            'domain_budget_share. The discovery budget of this fit is spent.'
+            'domain_budget_share. The discovery budget of this fit is spent. '
+            + TEMPLATE_HINT + ' ' + DETECTION_HINT
         )
     return Discovery(domains=domains, release=accountant.releases[-1], reservation=reservation,
-                     summary=summary)
+                     summary=summary, cut=cut)
+
+
+def _hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat, noise_std, budget_share):
+    lines = []
+    for column in hopeless:
+        dom = undeclared[column]
+        if dom.is_numeric:
+            lines.append(f"  - '{column}' ({dom.sdtype}): a bin of the public grid needs "
+                         f'{t_num[column]:.0f} rows')
+        else:
+            lines.append(f"  - '{column}' ({dom.sdtype}): a value needs {t_cat:.0f} rows"
+                         + sdtype_hint(column))
+    return (
+        f'The table has {n_rows} rows, too few to discover these domains under DP (the noise '
+        f'std is {noise_std:.0f} rows with domain_budget_share={budget_share:g} over '
+        f'{len(undeclared)} column(s)):\n' + '\n'.join(lines)
+        + '\nNothing was spent. Declare their domains from public knowledge (docs/domains.md): '
+        + TEMPLATE_HINT + ' ' + DETECTION_HINT
+        + ' Or discover fewer columns, or raise epsilon or domain_budget_share.'
+    )
+
+
+def _bin_inside(index, edges, low, high):
+    """Whether grid bin ``index`` (covering [edges[index-1], edges[index])) is in [low, high]."""
+    return 1 <= index <= len(edges) - 1 and edges[index - 1] >= low and edges[index] <= high
+
+
+def _cut_share(kept, null_count, n_rows, noise_std):
+    """(estimated share of the rows outside the domain, its noise std) from noisy counts of the
+    public or released keys and n, which is public: post-processing of the release."""
+    if n_rows == 0:
+        return 0.0, 0.0
+    share = (n_rows - float(np.sum(kept)) - float(null_count)) / n_rows
+    std = noise_std * math.sqrt(len(kept) + 1) / n_rows
+    return min(max(share, 0.0), 1.0), std
+
+
+# A discovered domain estimated to cut more than this share of the rows is pointed out.
+CUT_WARNING = 0.05
+
+
+def _show_cut(cut):
+    share, std = cut
+    return f'about {share:.0%} of rows (noise std {std:.0%})' if std else f'{share:.1%} of rows'
 
 
 def _gaussian_epsilon(sigma, delta):
@@ -365,6 +442,14 @@ def warn_discovered(discovery):
             f' A category is released only if about {d["category_threshold_rows"]:.0f} or more '
             'rows hold it; rarer values go to the out-of-domain bucket.'
         )
+    cut = getattr(discovery, 'cut', {})  # absent from synthesizers saved before issue 21
+    cutting = [c for c, (share, _) in cut.items() if share > CUT_WARNING]
+    if cutting:
+        extra += (
+            f'\nThe discovered domains of {cutting} are estimated to cut more than '
+            f'{CUT_WARNING:.0%} of their rows (from the same noisy release, so each estimate has '
+            'the noise std shown): declare them, or raise epsilon or domain_budget_share.'
+        )
     warnings.warn(
         f'{len(d["columns"])} column(s) had no declared public domain and were discovered under '
         f'differential privacy with domain_budget_share={d["budget_share"]:g} of the budget '
@@ -378,3 +463,40 @@ def warn_discovered(discovery):
 
 class DomainDiscoveryWarning(UserWarning):
     """Some columns' domains are being estimated under DP (a share of the budget is spent)."""
+
+
+def check_usable(discovery, target=None):
+    """Refuse discovered category lists that make a column constant in every synthetic row.
+
+    A target needs 2 classes, and a flag whose rare value fell under the threshold keeps one
+    value: both come out constant, so the fit stops and says what to declare (the discovery
+    release is already spent). Everything said here is an output of that release.
+    """
+    problems = []
+    for column, dom in discovery.domains.items():
+        if dom.is_numeric or len(dom.categories) >= 2:
+            continue
+        (value,) = dom.categories
+        role = ' (the target_column: it needs 2 classes or more)' if column == target else ''
+        cut = discovery.cut.get(column)
+        other = f' ({_show_cut(cut)} hold other values)' if cut else ''
+        if isinstance(value, (bool, np.bool_)):
+            fix = (f"If it is a True/False flag, give it sdtype 'boolean' in the metadata (its "
+                   f"domain [False, True] is public); else declare known_categories="
+                   f"{{'{column}': [{value!r}, ...]}}.")
+        elif isinstance(value, (int, float, np.integer, np.floating)):
+            fix = (f"If it holds numbers, give it sdtype 'numerical' and declare "
+                   f"known_min_max_values={{'{column}': (low, high)}}; else declare "
+                   f"known_categories={{'{column}': [{value!r}, ...]}}.")
+        else:
+            fix = f"Declare its categories: known_categories={{'{column}': [{value!r}, ...]}}."
+        problems.append(f"  - '{column}'{role}: discovery released only {value!r}{other}, so "
+                        f'every synthetic row would hold it. {fix}')
+    if problems:
+        t_cat = discovery.release.details['category_threshold_rows']
+        raise DomainError(
+            'Private domain discovery left these columns with a single category (a value is '
+            f'released only if about {t_cat:.0f} or more rows hold it):\n' + '\n'.join(problems)
+            + '\nThe discovery budget of this fit is spent. Declare these columns (docs/'
+            'domains.md), or raise epsilon or domain_budget_share. ' + TEMPLATE_HINT
+        )

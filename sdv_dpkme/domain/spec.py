@@ -11,6 +11,7 @@ to private discovery (``sdv_dpkme.domain.discovery``).
 import json
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -32,6 +33,9 @@ SPEC_KEYS = {
     'missing_values_proportion',                           # DayZ, ignored: a data statistic
     'nullable', 'integer', 'scale', 'datetime_format',     # ours
 }
+# Keys that ``domain_template`` writes as placeholders (null) for the user to fill in.
+TEMPLATE_KEYS = ('min_value', 'max_value', 'start_timestamp', 'end_timestamp', 'category_values',
+                 'nullable')
 # Top-level keys: DayZ's file and the bundled ``*_domain.json`` format.
 SPEC_TOP_KEYS = {
     'DAYZ_SPEC_VERSION', 'tables', 'relationships', 'num_rows', 'columns', 'table_name',
@@ -247,6 +251,13 @@ def parse_domain_spec(spec, table_name=None):
     for column, params in columns.items():
         if not isinstance(params, dict):
             raise DomainError(f"domain['columns']['{column}'] must be a dict, got {params!r}.")
+        unfilled = [key for key in TEMPLATE_KEYS if key in params and params[key] is None]
+        if unfilled:  # a domain_template placeholder: never silently a discovery
+            raise DomainError(
+                f"Column '{column}': {unfilled} still hold the template's placeholder (null). "
+                'Fill them in from public knowledge, or delete the keys to let the synthesizer '
+                'discover them under DP (it spends domain_budget_share of the budget).'
+            )
         unknown = set(params) - SPEC_KEYS
         if unknown:
             raise DomainError(
@@ -346,6 +357,10 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
             continue
         dom = ColumnDomain(name=column, sdtype=sdtype, nullable=bool(facts.get('nullable')),
                            nullable_declared='nullable' in facts)
+        if ('nullable' not in facts and metadata_is_public
+                and meta.get('range_is_nullable') is not None):
+            dom.nullable, dom.nullable_declared = bool(meta['range_is_nullable']), True
+        _check_kind(column, sdtype, facts)
         if sdtype in ('numerical', 'datetime'):
             # a format read off the rows is not public: only a declared one (or public metadata)
             dom.datetime_format = facts.get('datetime_format') or (
@@ -391,12 +406,89 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
             if cats is None and metadata_is_public and meta.get('range_values'):
                 cats = meta['range_values']
             if cats is None:
-                hints.append(f"  - '{column}' ({sdtype}): known_categories={{'{column}': [...]}}")
+                hints.append(f"  - '{column}' ({sdtype}): known_categories={{'{column}': [...]}}"
+                             + sdtype_hint(column))
                 undeclared[column] = dom
                 continue
             dom.categories = _categories(column, cats)
         declared[column] = dom
     return declared, undeclared, hints
+
+
+def _check_kind(column, sdtype, facts):
+    """A declaration that does not fit the column's sdtype is an error, never ignored: ignored,
+    the column would be discovered (spending budget) or modelled on another domain."""
+    if sdtype in ('numerical', 'datetime') and 'categories' in facts:
+        extra = (f" (add domain={{'columns': {{'{column}': {{'integer': True, 'scale': "
+                 "'discrete'}}}} to model each integer value like a category)"
+                 if sdtype == 'numerical' else '')
+        raise DomainError(
+            f"Column '{column}' has sdtype '{sdtype}' in the metadata, so the categories "
+            'declared for it (known_categories / category_values) do not apply. Declare its '
+            f"bounds instead: known_min_max_values={{'{column}': (low, high)}}{extra}; or, if "
+            "it is a category column, set its sdtype to 'categorical' in the metadata."
+        )
+    if sdtype in ('categorical', 'ordinal', 'boolean') and 'bounds' in facts:
+        raise DomainError(
+            f"Column '{column}' has sdtype '{sdtype}' in the metadata, so the bounds declared for "
+            'it (known_min_max_values / min_value, max_value) do not apply. If it holds numbers, '
+            "set its sdtype to 'numerical' in the metadata (detect_from_dataframes types integer "
+            "columns with few values as 'categorical' or 'ordinal'); otherwise declare its "
+            f"categories: known_categories={{'{column}': [...]}}."
+        )
+    if sdtype == 'boolean' and 'categories' in facts:
+        cats = facts['categories']
+        is_bools = (not isinstance(cats, (str, bytes)) and hasattr(cats, '__iter__')
+                    and all(isinstance(c, (bool, np.bool_)) for c in cats))
+        if not is_bools or set(cats) != {False, True}:
+            raise DomainError(
+                f"Column '{column}' is boolean: its domain is always [False, True], not "
+                f'{cats!r}. If it holds other values (e.g. \'f\'/\'t\' or \'yes\'/\'no\'), '
+                "set its sdtype to 'categorical' in the metadata and keep known_categories."
+            )
+
+
+# Words of a column name that suggest personal data; SDV's detection misses these and types the
+# column categorical, which discovery cannot learn (every value is rare) and should not.
+PII_WORDS = {
+    'name': 'name', 'fullname': 'name', 'firstname': 'first_name', 'lastname': 'last_name',
+    'surname': 'last_name', 'phone': 'phone_number', 'phonenumber': 'phone_number',
+    'mobile': 'phone_number', 'telephone': 'phone_number', 'email': 'email', 'mail': 'email',
+    'address': 'address', 'street': 'street_address', 'ssn': 'ssn',
+}
+
+
+def pii_sdtype(column):
+    """A PII sdtype suggested by the column's name alone (public), or None."""
+    spaced = re.sub(r'([a-z0-9])([A-Z])', r'\1 \2', str(column))
+    words = [w for w in re.split(r'[^a-z0-9]+', spaced.lower()) if w]
+    pairs = [a + b for a, b in zip(words, words[1:])]
+    # the most specific match first: 'first_name' before 'name'
+    return next((PII_WORDS[w] for w in [''.join(words), *pairs, *words] if w in PII_WORDS), None)
+
+
+def sdtype_hint(column):
+    """Advice for a categorical column whose name suggests personal data ('' otherwise)."""
+    sdtype = pii_sdtype(column)
+    if sdtype is None:
+        return ''
+    return (f"; its name suggests personal data: if so, give it sdtype '{sdtype}' in the "
+            'metadata (then faked, never modelled)')
+
+
+#: where the error messages send the user to write a spec from scratch
+TEMPLATE_HINT = (
+    'sdv_dpkme.domain.domain_template(metadata) writes a spec skeleton from the metadata alone, '
+    'with a placeholder for every fact to declare.'
+)
+#: how detected metadata goes wrong, and the fix (the sdtype, not a category list)
+DETECTION_HINT = (
+    "Metadata from detect_from_dataframes often mistypes columns: True/False columns as "
+    "'categorical' (set sdtype 'boolean': its domain [False, True] is public), integer columns "
+    "with few values as 'ordinal' or 'categorical' (set 'numerical' and declare bounds), names "
+    "and phone numbers as 'categorical' (set their PII sdtype, e.g. 'name', 'phone_number': they "
+    'are then faked, never modelled).'
+)
 
 
 def missing_domain_message(hints):
@@ -407,7 +499,8 @@ def missing_domain_message(hints):
         + '\nor in one domain spec (domain={"columns": {...}}, see docs/domains.md), or pass '
         'metadata_is_public=True if the metadata ranges were written from public knowledge, '
         'not detected from the data; or let the synthesizer discover them under differential '
-        'privacy with domain_budget_share > 0 (it spends that share of the budget).'
+        'privacy with domain_budget_share > 0 (it spends that share of the budget). '
+        + TEMPLATE_HINT + ' ' + DETECTION_HINT
     )
 
 

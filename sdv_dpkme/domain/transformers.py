@@ -233,7 +233,8 @@ class DPCategoricalTransformer(PublicDomainTransformer):
         if not self.quiet and (codes == len(self.buckets) - 1).any():
             warnings.warn(
                 f"Column '{self.get_input_column()}': values outside the public categories are "
-                'mapped to an out-of-domain bucket (sampled as missing).'
+                'mapped to an out-of-domain bucket, which is modelled but never sampled: '
+                'synthetic values are always public categories.'
             )
         return np.eye(len(self.buckets))[codes]
 

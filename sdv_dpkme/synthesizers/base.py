@@ -31,7 +31,7 @@ from sdv_dpkme.domain import (
     resolve_domains,
     transformer_for,
 )
-from sdv_dpkme.domain.discovery import warn_discovered
+from sdv_dpkme.domain.discovery import check_usable, warn_discovered
 from sdv_dpkme.domain.spec import is_discrete
 from sdv_dpkme.domain.transformers import (
     FIXED_SEED,
@@ -186,6 +186,12 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
                     f'column of the metadata; modelled columns are '
                     f'{sorted([*declared, *undeclared])}.'
                 )
+            if target in declared and len(declared[target].categories) < 2:
+                raise SynthesizerInputError(
+                    f"target_column '{target}' is declared with the single class "
+                    f'{declared[target].categories}; a target needs 2 classes or more: '
+                    f"known_categories={{'{target}': [...]}}."
+                )
         order = list(columns)
         declared = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
         return declared, undeclared
@@ -196,11 +202,11 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         self._discovery = None
         self._undeclared = undeclared
         if undeclared:
-            self._discovery = discover(
-                table_data, undeclared, self._ledger, self.domain_budget_share
-            )
-            warn_discovered(self._discovery)
-            declared = {**declared, **self._discovery.domains}
+            discovery = discover(table_data, undeclared, self._ledger, self.domain_budget_share)
+            warn_discovered(discovery)
+            check_usable(discovery, self.target_column)  # kept only if usable
+            self._discovery = discovery
+            declared = {**declared, **discovery.domains}
         order = list(self._original_metadata._convert_to_single_table().columns)
         self._domains = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
 

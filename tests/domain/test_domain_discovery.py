@@ -12,6 +12,7 @@ from scipy.stats import binom, norm
 
 from sdv_dpkme.domain import (
     ColumnDomain,
+    DomainDiscoveryWarning,
     DomainError,
     DPDiscreteTransformer,
     discover,
@@ -22,9 +23,11 @@ from sdv_dpkme.domain.discovery import (
     NAME,
     NUMERIC_EDGES,
     category_threshold,
+    check_usable,
     count_vector,
     numeric_threshold,
     sensitivity,
+    warn_discovered,
 )
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant
 from sdv_dpkme.privacy._autodp import mechanism_zoo
@@ -275,3 +278,106 @@ def test_declared_discrete_scale_on_discovered_bounds():
     assert isinstance(transformer_for(domains['stars']), DPDiscreteTransformer)
     with pytest.raises(DomainError, match='integer numerical column'):
         discover(table, {'f': num('f', scale='discrete')}, ledger(), 0.5)
+
+
+# ------------------------------------------------------------------ issue 21 (items 3, 6, 9)
+def _skewed_table(n=3000, seed=0):
+    """A lab value that is 0 for 70% of rows and spread over ten decades otherwise (no grid bin
+    but 0's clears), a flag whose rare value is held by 3% of rows, and a plain numeric column."""
+    rng = np.random.default_rng(seed)
+    lab = np.where(rng.random(n) < 0.7, 0.0, 10 ** rng.uniform(-5, 5, n))
+    flag = np.where(rng.random(n) < 0.02, 't', 'f')
+    return pd.DataFrame({'lab': lab, 'flag': flag, 'x': rng.normal(50, 10, n)})
+
+
+def test_issue21_item3_discovery_estimates_the_share_each_domain_cuts():
+    """Item 3: the warning says how much of each column the discovered domain is likely to cut,
+    estimated from the noisy release (and n, public) alone."""
+    table = _skewed_table()
+    undeclared = {'lab': num('lab'), 'flag': cat('flag'), 'x': num('x')}
+    result = discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
+    lab, flag = result.domains['lab'], result.domains['flag']
+    assert lab.high <= 1e-6 and flag.categories == ['f']  # the issue's failure, reproduced
+    truths = {
+        'lab': 1 - table['lab'].between(lab.low, lab.high).mean(),
+        'flag': (table['flag'] == 't').mean(),
+        'x': 1 - table['x'].between(result.domains['x'].low, result.domains['x'].high).mean(),
+    }
+    assert truths['lab'] > 0.25
+    for column, truth in truths.items():
+        share, std = result.cut[column]
+        assert 0 < std < 0.05
+        assert abs(share - truth) <= 5 * std + 1e-9, (column, share, truth, std)
+    with pytest.warns(DomainDiscoveryWarning) as record:
+        warn_discovered(result)
+    message = str(record[0].message)
+    assert "'lab': [0, 1e-06]; about" in message and 'outside, clipped' in message
+    assert 'out-of-domain bucket' in message
+    assert "are estimated to cut more than 5% of their rows" in message and "'lab'" in message
+
+
+def test_issue21_item3_cut_share_is_exact_without_noise():
+    table = _skewed_table(2000)
+    led = ledger(epsilon=math.inf)
+    result = discover(table, {'lab': num('lab'), 'flag': cat('flag')}, led, 0.5)
+    assert result.cut['flag'] == (0.0, 0.0)  # no noise: 't' is released too
+    lab = result.domains['lab']
+    expected = 1 - table['lab'].between(lab.low, lab.high).mean()
+    assert result.cut['lab'][0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_issue21_item3_single_category_and_one_class_target_are_errors():
+    """Item 3: a target left with fewer than 2 classes, or a flag with 1 value, is an error
+    that says what to declare."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    table = pd.DataFrame({
+        'label': np.where(rng.random(n) < 0.04, 'sick', 'healthy'),
+        'flag': np.where(rng.random(n) < 0.03, 't', 'f'),
+        'married': rng.random(n) < 0.02,  # True/False typed categorical by detection
+        'kids': np.where(rng.random(n) < 0.02, 2.0, 0.0),
+        'city': rng.choice(['Lima', 'Oslo'], n),
+    })
+    undeclared = {c: cat(c) for c in table}
+    result = discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
+    with pytest.raises(DomainError) as err:
+        check_usable(result, target='label')
+    message = str(err.value)
+    assert "'label' (the target_column: it needs 2 classes or more)" in message
+    assert "known_categories={'label': ['healthy', ...]}" in message
+    assert "known_categories={'flag': ['f', ...]}" in message
+    assert "sdtype 'boolean'" in message and "sdtype 'numerical'" in message
+    assert "'city'" not in message and 'domain_template' in message
+    assert "'sick'" not in message and "'t'" not in message  # only released values are named
+    check_usable(discover(table[['city']], {'city': cat('city')}, ledger(seed=0), 0.5), 'city')
+
+
+def test_issue21_item3_too_few_rows_fail_before_spending_and_point_at_the_fix():
+    """Item 3: on a tiny table discovery fails before spending anything; the error names
+    domain_template and the PII sdtype of columns detection typed categorical."""
+    rng = np.random.default_rng(0)
+    n = 215
+    table = pd.DataFrame({
+        'name': [f'Person {i}' for i in rng.integers(0, 100, n)],
+        'phone': [f'+1 555 {i:04d}' for i in rng.integers(0, 10_000, n)],
+        'gender': rng.choice(['F', 'M'], n),
+        'salary': rng.uniform(2e4, 9e4, n),
+    })
+    led = ledger(epsilon=0.3, seed=0)
+    undeclared = {c: (num(c) if c == 'salary' else cat(c)) for c in table}
+    with pytest.raises(DomainError) as err:
+        discover(table, undeclared, led, 0.1)
+    assert not led.accountant.releases and not led.accountant.reserved
+    message = str(err.value)
+    assert 'The table has 215 rows' in message and 'Nothing was spent' in message
+    assert "'gender' (categorical): a value needs" in message
+    assert 'give it sdtype' not in message.split("'gender'")[1].split('\n')[0]
+    # with more budget the release happens, and the names and phones clear nothing
+    with pytest.raises(DomainError) as spent:
+        discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
+    assert 'budget of this fit is spent' in str(spent.value)
+    for message in (str(err.value), str(spent.value)):
+        assert 'sdv_dpkme.domain.domain_template(metadata)' in message
+        assert "give it sdtype 'name'" in message and "give it sdtype 'phone_number'" in message
+        assert "'boolean'" in message  # the sdtypes detection gets wrong
+        assert 'Person' not in message and '555' not in message

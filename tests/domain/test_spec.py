@@ -129,3 +129,51 @@ def test_unreadable_spec_file(tmp_path):
 def test_missing_domain_message_offers_discovery():
     with pytest.raises(DomainError, match='domain_budget_share'):
         build_domains(META, None, None, False)
+
+
+# ---------------------------------------------------------------------- issue 21 (items 6, 7)
+def test_issue21_item6_public_metadata_range_is_nullable_declares_nullability():
+    meta = {'fee': {'sdtype': 'numerical', 'range_min': 0, 'range_max': 50,
+                    'range_is_nullable': True},
+            'room': {'sdtype': 'categorical', 'range_values': ['A', 'B'],
+                     'range_is_nullable': False},
+            'vip': {'sdtype': 'boolean', 'range_is_nullable': True}}
+    declared, undeclared, _ = resolve_domains(meta, {}, metadata_is_public=True)
+    assert not undeclared
+    assert declared['fee'].nullable and declared['vip'].nullable and not declared['room'].nullable
+    assert all(d.nullable_declared for d in declared.values())
+    # a declaration wins over the metadata; detected metadata (not public) declares nothing
+    declared, _, _ = resolve_domains(meta, {'fee': {'nullable': False}}, True)
+    assert not declared['fee'].nullable
+    _, undeclared, _ = resolve_domains(meta, {}, metadata_is_public=False)
+    assert not undeclared['fee'].nullable_declared
+
+
+@pytest.mark.parametrize('sdtype', ['categorical', 'ordinal', 'boolean'])
+def test_issue21_item6_bounds_for_a_non_numeric_column_are_an_error(sdtype):
+    """Detection types small integer columns as ordinal/categorical: the user's bounds must not be
+    ignored (the column would be discovered); the error points at the sdtype."""
+    meta = {'kids': {'sdtype': sdtype}}
+    with pytest.raises(DomainError, match="set its sdtype to 'numerical'"):
+        resolve_domains(meta, {'kids': {'bounds': (0, 10)}}, False)
+
+
+def test_issue21_item6_boolean_categories_must_be_false_true():
+    meta = {'vip': {'sdtype': 'boolean'}}
+    declared, _, _ = resolve_domains(meta, {'vip': {'categories': [True, False]}}, False)
+    assert declared['vip'].categories == [False, True]
+    for wrong in (['f', 't'], [0, 1], [True]):
+        with pytest.raises(DomainError, match="sdtype to 'categorical'"):
+            resolve_domains(meta, {'vip': {'categories': wrong}}, False)
+
+
+@pytest.mark.parametrize('sdtype', ['numerical', 'datetime'])
+def test_issue21_item7_categories_for_a_numeric_column_are_an_error(sdtype):
+    """Item 7: known_categories for a numeric column was silently ignored and its domain
+    discovered (spending budget)."""
+    meta = {'age': {'sdtype': sdtype}}
+    with pytest.raises(DomainError, match=r"known_min_max_values=\{'age': \(low, high\)\}"):
+        resolve_domains(meta, merge_declarations(known_categories={'age': [1, 2, 3]}), False)
+    spec = {'columns': {'age': {'category_values': [1, 2, 3]}}}
+    with pytest.raises(DomainError, match="sdtype to 'categorical'"):
+        resolve_domains(meta, merge_declarations(domain=spec), False)

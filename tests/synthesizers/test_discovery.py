@@ -6,13 +6,22 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from sdv.errors import SynthesizerInputError
+from sdv.metadata import Metadata
 
 from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.domain import DomainDiscoveryWarning, DomainError
 from sdv_dpkme.privacy._autodp import mechanism_zoo
-from tests.conftest import BOUNDS, CATEGORIES, FAST, make_metadata, make_table
+from tests.conftest import (
+    BOUNDS,
+    CATEGORIES,
+    FAST,
+    SYNTHESIZERS,
+    make_metadata,
+    make_table,
+)
 
 Synth = DPHPSynthesizer
 
@@ -182,3 +191,108 @@ def test_non_private_reference_discovers_without_noise(big_table):
     assert synth._domains['city'].categories == ['Lima', 'Oslo', 'Rome']
     report = synth.get_privacy_report()
     assert report.epsilon_spent == math.inf and not report.reserved_delta
+
+
+# ------------------------------------------------------------- issue 21 (items 3, 6, 7, 9)
+def _flags_metadata():
+    return Metadata.load_from_dict({'tables': {'t': {'columns': {
+        'target': {'sdtype': 'categorical'},
+        'sick': {'sdtype': 'categorical'},
+        'TSH': {'sdtype': 'numerical'},
+        'age': {'sdtype': 'numerical'},
+    }}}})
+
+
+def _flags_table(n=2400, seed=0):
+    """Hypothyroid in miniature: a rare class, a rare yes/no flag and a skewed lab value."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        'target': np.where(rng.random(n) < 0.05, 'hypothyroid', 'negative'),
+        'sick': np.where(rng.random(n) < 0.04, 't', 'f'),
+        'TSH': np.where(rng.random(n) < 0.7, 0.0, 10 ** rng.uniform(-5, 3, n)),
+        'age': rng.uniform(1, 95, n).round(),
+    })
+
+
+def test_issue21_item3_one_class_target_and_one_value_flag_stop_the_fit():
+    """Item 3: discovery cut the target to 1 class and flags to 1 value, and the fit went on
+    with a warning; every synthetic row had the same class."""
+    synth = Synth(_flags_metadata(), epsilon=1.0, target_column='target', noise_seed=0,
+                  **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
+        with pytest.raises(SynthesizerInputError) as err:
+            synth.fit({'t': _flags_table()})
+    message = str(err.value)
+    assert "'target' (the target_column: it needs 2 classes or more)" in message
+    assert "known_categories={'target': ['negative', ...]}" in message
+    assert "known_categories={'sick': ['f', ...]}" in message
+    assert 'hypothyroid' not in message  # never released, never named
+    (warning,) = [w for w in record if issubclass(w.category, DomainDiscoveryWarning)]
+    assert "'TSH': [0, 1e-06]; about" in str(warning.message)  # how much it cuts, said
+    assert "'TSH'" in str(warning.message).split('are estimated to cut')[0].split('\n')[-1]
+    assert not synth._fitted and synth._discovery is None  # an unusable discovery is not kept
+    # declaring what the error says fits
+    synth = Synth(_flags_metadata(), epsilon=1.0, target_column='target', noise_seed=0,
+                  known_categories={'target': ['hypothyroid', 'negative'], 'sick': ['f', 't']},
+                  known_min_max_values={'TSH': (0, 1000)},
+                  **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
+    (warning,) = _fit(synth, _flags_table())
+    assert "'age'" in str(warning.message)
+    assert synth._domains['target'].categories == ['hypothyroid', 'negative']
+
+
+def _detected(table):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return Metadata.detect_from_dataframes({'t': table})
+
+
+def test_issue21_item6_public_metadata_declares_nullability():
+    """Item 6: metadata_is_public=True ignored range_is_nullable and asked for
+    nullable_columns."""
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({'x': rng.uniform(0, 10, 400), 'c': rng.choice(['a', 'b'], 400)})
+    table.loc[:30, 'x'] = np.nan
+    metadata = _detected(table)
+    assert metadata.tables['t'].columns['x']['range_is_nullable'] is True
+    synth = Synth(metadata, epsilon=1.0, metadata_is_public=True, random_state=0,
+                  **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
+    assert synth._domains['x'].nullable and not synth._undeclared
+    synth.fit({'t': table})
+    assert synth.sample(200)['t']['x'].isna().any()
+
+
+def test_issue21_item6_bounds_for_a_column_detected_ordinal_point_at_the_sdtype():
+    """Item 6: numbers detected as ordinal missed the user's declaration and were discovered."""
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({'kids': rng.integers(0, 4, 300), 'c': rng.choice(['a', 'b'], 300)})
+    metadata = _detected(table)
+    assert metadata.tables['t'].columns['kids']['sdtype'] == 'ordinal'
+    with pytest.raises(SynthesizerInputError, match="set its sdtype to 'numerical'"):
+        Synth(metadata, epsilon=1.0, known_min_max_values={'kids': (0, 10)})
+
+
+def test_issue21_item7_known_categories_for_a_numeric_column_is_an_error():
+    """Item 7: known_categories for a numeric column was silently ignored and the column's
+    domain discovered, spending budget; now the constructor refuses it."""
+    with pytest.raises(SynthesizerInputError) as err:
+        build(known_categories={'age': list(range(18, 91))})
+    assert "known_min_max_values={'age': (low, high)}" in str(err.value)
+    assert "'scale': 'discrete'" in str(err.value)
+
+
+@pytest.mark.parametrize('cls', list(SYNTHESIZERS), ids=lambda c: c.__name__)
+def test_issue21_item9_out_of_domain_values_are_never_sampled(cls):
+    """Item 9: the warning said '(sampled as missing)'; values outside the public categories go
+    to a bucket that is modelled but never sampled, as docs/domains.md says."""
+    table = make_table(600, seed=4)  # city: Lima/Oslo/Rome, a third each
+    categories = {**CATEGORIES, 'city': ['Lima', 'Oslo']}
+    synth = cls(make_metadata(), epsilon=5.0, known_min_max_values=BOUNDS,
+                known_categories=categories, random_state=0, **SYNTHESIZERS[cls]['fast'])
+    with pytest.warns(UserWarning, match='out-of-domain bucket') as record:
+        synth.fit({'t': table})
+    (message,) = {str(w.message) for w in record if 'out-of-domain' in str(w.message)}
+    assert 'never sampled' in message and 'missing' not in message
+    out = synth.sample(500)['t']['city']
+    assert out.notna().all() and set(out) <= {'Lima', 'Oslo'}
