@@ -9,7 +9,11 @@ A method's class only implements ``_fit_engine`` (encoded rows in the unit box -
 
 import copy
 import inspect
+import math
 import warnings
+
+import numpy as np
+import pandas as pd
 
 import rdt
 import torch
@@ -280,6 +284,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             self._discover_domains(table_data)
         except DomainError as err:
             raise SynthesizerInputError(str(err)) from None
+        self._check_increments()  # discovered bounds too
         self._install_config(table_data)
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', module='rdt.hyper_transformer')
@@ -340,6 +345,38 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             warnings.warn('For this change to take effect, please refit the synthesizer.')
 
     # ----------------------------------------------------------------- constraints
+    def _increments(self):
+        """``{column: increment}`` of the FixedIncrements constraints (public facts)."""
+        return {c.column_name: c.increment_value for c in self._reject_sampling_constraints
+                if isinstance(c, FixedIncrements)}
+
+    def _check_increments(self):
+        """Every FixedIncrements column needs a multiple of its increment inside its bounds."""
+        for column, step in self._increments().items():
+            domain = self._domains.get(column)
+            if domain is None or not domain.is_numeric:
+                continue
+            if math.ceil(domain.low / step) > math.floor(domain.high / step):
+                raise SynthesizerInputError(
+                    f"FixedIncrements({column!r}, increment_value={step}) cannot be met: no "
+                    f'multiple of {step} lies inside its public bounds [{domain.low:g}, '
+                    f'{domain.high:g}]. Widen the bounds or change the increment.'
+                )
+
+    def reverse_transform_constraints(self, sampled):
+        """FixedIncrements columns are rounded to the nearest multiple inside the public bounds
+        (post-processing) before SDV's reject sampling checks them: a column modelled as
+        continuous would otherwise never pass, and sampling would return no rows."""
+        for column, step in self._increments().items():
+            domain = self._domains.get(column)
+            if column not in sampled.columns or domain is None or not domain.is_numeric:
+                continue
+            values = pd.to_numeric(sampled[column], errors='coerce')
+            lowest, highest = math.ceil(domain.low / step), math.floor(domain.high / step)
+            snapped = np.clip(np.round(values.to_numpy(float) / step), lowest, highest) * step
+            sampled[column] = pd.Series(snapped, index=sampled.index).astype(sampled[column].dtype)
+        return super().reverse_transform_constraints(sampled)
+
     def add_constraints(self, constraints):
         """Accept constraints that keep no row-level facts; enforce them by reject sampling."""
         for constraint in constraints:
@@ -354,6 +391,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             constraint.get_updated_metadata(self._original_metadata)  # validates columns
             self._reject_sampling_constraints.append(constraint)
         self._constraints_fitted = False
+        self._check_increments()
 
     # ------------------------------------------------------------------ validation
     def _validate(self, table_data):
