@@ -43,6 +43,18 @@ def to_numbers(data, column):
         ) from None
 
 
+def bucket_codes(data):
+    """The largest bucket of each row of a one-hot block (the first on ties), read in the
+    block's own float dtype: sampled blocks are float32, and a float64 copy of them cost as
+    much as the argmax."""
+    scores = np.asarray(data)
+    if scores.dtype.kind not in 'fiub':
+        scores = scores.astype(float)
+    if scores.ndim == 1:  # a one-bucket block handed over as a Series
+        scores = scores[:, None]
+    return scores.argmax(axis=1)
+
+
 def to_timestamps_ns(data, column, datetime_format=None):
     """Nanosecond timestamps of a datetime column as floats (NaN where missing).
 
@@ -239,7 +251,7 @@ class DPCategoricalTransformer(PublicDomainTransformer):
         return np.eye(len(self.buckets))[codes]
 
     def _reverse_transform(self, data):
-        codes = np.asarray(data, dtype=float).argmax(axis=1)
+        codes = bucket_codes(data)
         decoded = np.array([*self.categories, None, None], dtype=object)
         return decoded[codes]
 
@@ -281,7 +293,7 @@ class DPDiscreteTransformer(DPCategoricalTransformer):
         return codes
 
     def _reverse_transform(self, data):
-        codes = np.asarray(data, dtype=float).argmax(axis=1)
+        codes = bucket_codes(data)
         values = self.low + codes.astype(float)
         values[codes >= len(self.categories)] = np.nan
         return values

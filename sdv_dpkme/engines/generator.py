@@ -75,28 +75,69 @@ class TabularGenerator(nn.Module):
 
     @torch.no_grad()
     def sample(self, labels, generator):
+        """Encoded rows for ``labels``, float32 (n, n_columns): numeric values as in ``forward``,
+        null indicators and one-hot categories drawn, other columns (the target's) zero. float32
+        is the network's own precision, so nothing is lost; 0 and 1 are exact.
+
+        Each drawn block takes one uniform per row, by inverse CDF on the head's probabilities,
+        vectorised over rows (``torch.multinomial`` was most of the sampling time on wide tables).
+        The work is done on columns x rows, where a block is a contiguous slab, and the result is
+        returned as its transpose (a view, which pandas takes without a copy).
+        """
         device = next(self.parameters()).device
         labels = torch.as_tensor(labels, dtype=torch.long)
-        z = torch.randn(len(labels), self.latent_dim, generator=generator)
-        noise = self._numeric_noise(len(labels), generator, device)
+        n = len(labels)
+        z = torch.randn(n, self.latent_dim, generator=generator)
+        noise = self._numeric_noise(n, generator, device)
+        drawn = [b for b in self.blocks if b.nullable or b.kind == 'categorical']
+        u = torch.rand(len(drawn), n, generator=generator).numpy()
         y = nn.functional.one_hot(labels, self.n_classes).float()
-        soft = self.forward(z.to(device), y.to(device), noise).cpu().double()
-        out = soft.clone()
-        for b in self.blocks:
+        hidden = torch.cat([z, y], dim=1).to(device)
+        for layer in self.net[:-1]:
+            hidden = hidden.relu_() if isinstance(layer, nn.ReLU) else layer(hidden)
+        last = self.net[-1]
+        logits = torch.addmm(last.bias[:, None], last.weight, hidden.T).cpu().numpy()
+        out = np.zeros((self.n_columns, n), dtype=np.float32)
+        numeric = [c for b in self.blocks if b.kind == 'numeric' for c in b.columns]
+        if numeric:
+            values = torch.sigmoid(torch.from_numpy(logits[numeric]))
+            if noise is not None:
+                values = 1 - (1 - (values + self.numeric_noise * noise.cpu().T).abs()).abs()
+            out[numeric] = values.numpy()
+        everyone = np.arange(n)
+        for j, b in enumerate(drawn):
             if b.nullable:
                 null = b.columns[1]
-                u = torch.rand(len(labels), generator=generator, dtype=torch.float64)
-                out[:, null] = (u < soft[:, null]).double()
-            elif b.kind == 'categorical':
-                cols = list(b.columns)
-                # The last bucket holds out-of-domain values, which have no value to decode to:
-                # it is modelled (so real rows stay bounded) but never sampled.
-                probs = soft[:, cols].clamp(min=0)
-                probs[:, -1] = 0
-                probs[probs.sum(1) == 0, 0] = 1
-                pick = torch.multinomial(probs, 1, generator=generator)
-                out[:, cols] = nn.functional.one_hot(pick[:, 0], len(cols)).double()
-        return out.numpy()
+                out[null] = u[j] < out[null]
+                continue
+            # The last bucket holds out-of-domain values, which have no value to decode to:
+            # it is modelled (so real rows stay bounded) but never sampled.
+            inside = np.asarray(b.columns[:-1])
+            if len(inside) == 0:
+                out[b.columns[0]] = 1.0
+                continue
+            part = logits[_rows(inside)]
+            cdf = np.exp(part - part.max(axis=0))
+            for i in range(1, len(cdf)):  # row by row: 3x faster than np.cumsum on axis 0
+                cdf[i] += cdf[i - 1]
+            total = cdf[-1]
+            if not np.isfinite(total).all():
+                raise FloatingPointError(
+                    'The generator outputs non-finite values (training diverged); refit with '
+                    'a lower learning_rate.'
+                )
+            # u * total can round up to total; just below it, the pick has mass > 0
+            x = np.minimum(u[j] * total, np.nextafter(total, np.float32(0)))
+            pick = (cdf <= x).sum(axis=0)
+            out[inside[pick], everyone] = 1.0
+        return out.T
+
+
+def _rows(index):
+    """A slice for consecutive indices (a view), else the indices."""
+    if (np.diff(index) == 1).all():
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 @dataclass

@@ -169,6 +169,7 @@ class KIPModel:
 
     def set_random_state(self, random_state):
         self._rng = np.random.default_rng(random_state)
+        self._pending = None
 
     def support(self):
         """Every distilled row once, in class order."""
@@ -176,16 +177,23 @@ class KIPModel:
 
     def sample(self, num_rows):
         """Whole shuffled copies of the support, then a random part of one more: no row
-        appears twice before every row has appeared once."""
+        appears twice before every row has appeared once. The rest of the last copy is kept
+        for the next call, so rows sampled in chunks are the rows of one call."""
         if self._rng is None:
             self.set_random_state(None)
         m = len(self.rows)
-        order = np.concatenate([self._rng.permutation(m) for _ in range(-(-num_rows // m))])
+        pending = getattr(self, '_pending', None)
+        parts = [] if pending is None else [pending]
+        have = sum(len(p) for p in parts)
+        parts += [self._rng.permutation(m) for _ in range(-(-(num_rows - have) // m))]
+        order = np.concatenate(parts) if parts else np.zeros(0, dtype=int)
+        self._pending = order[num_rows:]
         return pd.DataFrame(self.rows[order[:num_rows]], columns=self.columns)
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state['_rng'] = None  # sampling restarts from SDV's fixed seed after loading
+        state['_pending'] = None
         return state
 
 

@@ -218,11 +218,11 @@ class KMEModel:
             self.set_random_state(None)
         weights = torch.as_tensor(self.class_weights, dtype=torch.float64)
         labels = torch.multinomial(weights, num_rows, replacement=True, generator=self._rng)
-        rows = self.generator.sample(labels, self._rng)
+        rows = self.generator.sample(labels, self._rng)  # float32, target columns zero
         if self.target is not None:
-            onehot = np.eye(len(self.target.columns))[labels.numpy()]
-            rows[:, list(self.target.columns)] = onehot
-        return pd.DataFrame(rows, columns=self.columns)
+            target = np.asarray(self.target.columns)
+            rows[np.arange(num_rows), target[labels.numpy()]] = 1.0
+        return pd.DataFrame(rows, columns=self.columns, copy=False)
 
     def __getstate__(self):
         state = dict(self.__dict__)

@@ -14,7 +14,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-
 import rdt
 import torch
 from rdt.transformers.id import RegexGenerator
@@ -35,6 +34,7 @@ from sdv_dpkme.domain import (
     resolve_domains,
     transformer_for,
 )
+from sdv_dpkme.domain.decoding import DPHyperTransformer
 from sdv_dpkme.domain.discovery import check_usable, warn_discovered
 from sdv_dpkme.domain.spec import is_discrete
 from sdv_dpkme.domain.transformers import (
@@ -262,7 +262,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
 
     def _install_config(self, table_data):
         processor = self._data_processor
-        processor._hyper_transformer = rdt.HyperTransformer()
+        processor._hyper_transformer = DPHyperTransformer()
         processor._hyper_transformer.set_config(self._build_config(table_data))
 
     def _open_ledger(self):
@@ -478,6 +478,35 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         return inputs
 
     # ---------------------------------------------------------------------- sample
+    #: rows generated and decoded at a time by every sampling method (``sample``,
+    #: ``sample_from_conditions``, ...), whatever their ``batch_size``: beyond it memory stays flat
+    #: in the number of rows (only the decoded output grows). Larger chunks are not faster.
+    sample_chunk_rows = 50_000
+
+    def _sample_rows(self, num_rows, conditions=None, transformed_conditions=None,
+                     float_rtol=0.1, previous_rows=None, keep_extra_columns=False):
+        """SDV's ``_sample_rows`` (generate, decode, check constraints, filter conditions) on
+        chunks of at most ``sample_chunk_rows`` rows. SDV would generate all ``num_rows`` at once
+        (``batch_size=None`` means one batch, and a reject-sampling retry asks for up to 10x the
+        batch), holding the encoded rows (one column per category) several times over."""
+        if self._model is not None:
+            self._warn_before_sampling(num_rows)
+        chunk = max(1, int(self.sample_chunk_rows))
+        if num_rows <= chunk:
+            return super()._sample_rows(num_rows, conditions, transformed_conditions, float_rtol,
+                                        previous_rows, keep_extra_columns)
+        parts = [] if previous_rows is None else [previous_rows]
+        for start in range(0, num_rows, chunk):
+            rows, _ = super()._sample_rows(min(chunk, num_rows - start), conditions,
+                                           transformed_conditions, float_rtol, None,
+                                           keep_extra_columns)
+            parts.append(rows)
+        sampled = pd.concat(parts, ignore_index=True)
+        return sampled, len(sampled)
+
+    def _warn_before_sampling(self, num_rows):
+        """Hook: warnings about a request of ``num_rows`` rows (once, not per chunk)."""
+
     def _sample(self, num_rows, conditions=None):
         if conditions is not None:
             raise NotImplementedError  # SDV falls back to reject sampling
@@ -515,6 +544,10 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         for name, default in (('_undeclared', {}), ('_discovery', None), ('domain', None),
                               ('domain_budget_share', 0.0)):
             self.__dict__.setdefault(name, default)
+        # saved before the one-pass decoder: the same transformers, decoded faster
+        hyper = getattr(self.__dict__.get('_data_processor'), '_hyper_transformer', None)
+        if type(hyper) is rdt.HyperTransformer:
+            hyper.__class__ = DPHyperTransformer
         saved = state.get('_fitted_sdv_dpkme_version')
         if saved is not None and saved.split('.')[:2] != __version__.split('.')[:2]:
             warnings.warn(

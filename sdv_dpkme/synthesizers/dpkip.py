@@ -143,9 +143,7 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
             raise SynthesizerInputError('Fit the synthesizer before asking for its distilled data.')
         return self._data_processor.reverse_transform(self._model.support())
 
-    def _sample(self, num_rows, conditions=None):
-        if conditions is not None:
-            raise NotImplementedError  # SDV falls back to reject sampling
+    def _warn_before_sampling(self, num_rows):
         m = len(self._model.rows)
         if num_rows > m:
             warnings.warn(
@@ -154,4 +152,3 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                 'get_distilled_data() returns the distilled rows once each.',
                 DistilledDataWarning,
             )
-        return self._model.sample(num_rows)
