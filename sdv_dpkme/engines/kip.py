@@ -175,12 +175,21 @@ class KIPModel:
         """Every distilled row once, in class order."""
         return pd.DataFrame(self.rows, columns=self.columns)
 
-    def sample(self, num_rows):
+    def can_sample(self, label):
+        return bool((self.labels == label).any())
+
+    def sample(self, num_rows, label=None):
         """Whole shuffled copies of the support, then a random part of one more: no row
         appears twice before every row has appeared once. The rest of the last copy is kept
-        for the next call, so rows sampled in chunks are the rows of one call."""
+        for the next call, so rows sampled in chunks are the rows of one call. With ``label``:
+        the same over the support rows of that class."""
         if self._rng is None:
             self.set_random_state(None)
+        if label is not None:
+            rows = np.flatnonzero(self.labels == label)
+            copies = [self._rng.permutation(rows) for _ in range(-(-num_rows // len(rows)))]
+            order = np.concatenate(copies)[:num_rows]
+            return pd.DataFrame(self.rows[order], columns=self.columns)
         m = len(self.rows)
         pending = getattr(self, '_pending', None)
         parts = [] if pending is None else [pending]

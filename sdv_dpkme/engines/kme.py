@@ -213,11 +213,19 @@ class KMEModel:
         else:
             self._rng.manual_seed(int(random_state))
 
-    def sample(self, num_rows):
+    def can_sample(self, label):
+        """Whether class ``label`` has a positive released weight (the generator learnt it)."""
+        return 0 <= label < len(self.class_weights) and self.class_weights[label] > 0
+
+    def sample(self, num_rows, label=None):
+        """Rows of classes drawn by the released weights, or all of class ``label``."""
         if self._rng is None:
             self.set_random_state(None)
-        weights = torch.as_tensor(self.class_weights, dtype=torch.float64)
-        labels = torch.multinomial(weights, num_rows, replacement=True, generator=self._rng)
+        if label is None:
+            weights = torch.as_tensor(self.class_weights, dtype=torch.float64)
+            labels = torch.multinomial(weights, num_rows, replacement=True, generator=self._rng)
+        else:
+            labels = torch.full((num_rows,), int(label), dtype=torch.long)
         rows = self.generator.sample(labels, self._rng)  # float32, target columns zero
         if self.target is not None:
             target = np.asarray(self.target.columns)

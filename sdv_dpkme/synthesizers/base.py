@@ -7,6 +7,7 @@ A method's class only implements ``_fit_engine`` (encoded rows in the unit box -
 ``sample`` and ``loss_values``), handing the work to an engine under ``sdv_dpkme.engines``.
 """
 
+import contextlib
 import copy
 import inspect
 import math
@@ -508,9 +509,106 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         """Hook: warnings about a request of ``num_rows`` rows (once, not per chunk)."""
 
     def _sample(self, num_rows, conditions=None):
-        if conditions is not None:
+        if conditions is None:
+            return self._model.sample(num_rows)
+        label = self._target_condition(conditions)
+        if label is None:
             raise NotImplementedError  # SDV falls back to reject sampling
-        return self._model.sample(num_rows)
+        # the model is class-conditional: draw the class directly (other conditions in the same
+        # request are then met by SDV's reject sampling)
+        return self._model.sample(num_rows, label=label)
+
+    def _target_condition(self, conditions):
+        """The target's bucket when ``conditions`` (encoded) fix the target column, else None."""
+        target = self.target_column
+        fields = self._data_processor._hyper_transformer.field_transformers
+        transformer = fields.get(target) if target is not None else None
+        outputs = getattr(transformer, 'output_columns', None) or []
+        if not outputs or not set(outputs) <= set(conditions):
+            return None
+        onehot = np.array([float(conditions[c]) for c in outputs])
+        label = int(onehot.argmax())
+        if onehot[label] != 1 or label == len(outputs) - 1:  # not one bucket, or out-of-domain
+            return None
+        return label
+
+    def _validate_conditions_unseen_columns(self, conditions):
+        """SDV's check, then one that says why a condition outside the public domain can never
+        be met (the model only samples inside it) instead of reject sampling to no avail."""
+        super()._validate_conditions_unseen_columns(conditions)
+        for column in conditions.columns:
+            domain = self._domains.get(column)
+            if domain is None:
+                continue
+            values = conditions[column]
+            present = values[values.notna()]
+            if values.isna().any() and not domain.nullable:
+                raise SynthesizerInputError(
+                    f"Column '{column}' is not nullable in its public domain, so no synthetic "
+                    'row holds a missing value there; a condition on NaN cannot be met.'
+                )
+            if domain.is_numeric:
+                if domain.sdtype == 'datetime':
+                    continue  # compared after SDV parses it
+                numbers = pd.to_numeric(present, errors='coerce')
+                outside = present[numbers.isna() | (numbers < domain.low) | (numbers > domain.high)]
+                where = f'its public bounds [{domain.low:g}, {domain.high:g}]'
+            else:
+                outside = present[~present.isin(domain.categories)]
+                where = f'its public categories {list(domain.categories)}'
+            if len(outside):
+                value = outside.iloc[0]
+                raise SynthesizerInputError(
+                    f'Cannot condition on {column} = {getattr(value, "item", lambda: value)()!r}: '
+                    f'it is outside {where}, and the model only samples inside the declared '
+                    'domain.'
+                )
+            if column == self.target_column and self._model is not None:
+                self._check_target_classes(present, domain)
+
+    def _check_target_classes(self, values, domain):
+        """A target class with no released weight was never learnt: say so before sampling."""
+        for value in pd.unique(values):
+            label = list(domain.categories).index(value)
+            if not self._model.can_sample(label):
+                raise SynthesizerInputError(
+                    f'No rows can be sampled with {self.target_column} = {value!r}: its released '
+                    'class proportion was about 0 (fewer rows than the noise can tell apart), so '
+                    'the model never learnt that class. A larger epsilon or more rows of that '
+                    'class would be needed.'
+                )
+
+    def sample_from_conditions(self, conditions, max_tries_per_batch=100, batch_size=None,
+                               output_file_path=None):
+        with self._explain_unmet_conditions(max_tries_per_batch):
+            return super().sample_from_conditions(
+                conditions, max_tries_per_batch, batch_size, output_file_path)
+
+    def sample_remaining_columns(self, known_columns, max_tries_per_batch=100, batch_size=None,
+                                 output_file_path=None):
+        with self._explain_unmet_conditions(max_tries_per_batch):
+            return super().sample_remaining_columns(
+                known_columns, max_tries_per_batch, batch_size, output_file_path)
+
+    @contextlib.contextmanager
+    def _explain_unmet_conditions(self, max_tries_per_batch):
+        try:
+            yield
+        except ValueError as err:
+            if not str(err).startswith('Unable to sample any rows'):
+                raise
+            target = self.target_column
+            direct = (f"Conditions on the target_column '{target}' alone are sampled directly. "
+                      if target is not None else
+                      'Only a target_column can be sampled directly (set one at construction). ')
+            raise ValueError(
+                f'Unable to sample any rows for the given conditions: in {max_tries_per_batch} '
+                'tries per batch the model produced no row that meets them. Conditions on a '
+                'column other than the target are met by reject sampling, so they need the model '
+                'to produce such rows; a value (or combination) that the noisy embeddings did not '
+                'resolve, because few private rows hold it, may never come up. ' + direct
+                + 'Loosen the condition, or raise max_tries_per_batch if it is merely rare.'
+            ) from None
 
     # ---------------------------------------------------------------------- report
     def get_privacy_report(self):

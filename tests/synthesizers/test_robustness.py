@@ -4,13 +4,19 @@ import numpy as np
 import pytest
 from sdv.cag import FixedIncrements
 from sdv.errors import SynthesizerInputError
+from sdv.sampling import Condition
 
-from tests.conftest import BOUNDS, SYNTHESIZERS, make_table
+from tests.conftest import BOUNDS, KME_CLASSES, SYNTHESIZERS, make_table
 from tests.synthesizers.test_contract import build
 
 
 @pytest.fixture(params=list(SYNTHESIZERS), ids=lambda c: c.__name__)
 def cls(request):
+    return request.param
+
+
+@pytest.fixture(params=KME_CLASSES, ids=lambda c: c.__name__)
+def kme_cls(request):
     return request.param
 
 
@@ -30,3 +36,62 @@ def test_fixed_increments_without_a_multiple_in_bounds_is_refused_issue21_item2(
     synth = build(cls, known_min_max_values={**BOUNDS, 'age': (21, 24)})
     with pytest.raises(SynthesizerInputError, match=r'no multiple of 5 lies inside .*\[21, 24\]'):
         synth.add_constraints([FixedIncrements(column_name='age', increment_value=5)])
+
+
+def _fit_with_target(cls):
+    synth = build(cls, target_column='label')
+    synth.fit({'t': make_table()})
+    return synth
+
+
+def _rare_yes(synth):
+    """Make 'yes' a class the model almost never draws (FARS: 9 rows in 100k)."""
+    model = synth._model
+    if hasattr(model, 'class_weights'):
+        model.class_weights = np.array([1 - 1e-9, 1e-9, 0.0])
+    else:  # DP-KIP: one 'yes' support row among many 'no' rows
+        yes = np.flatnonzero(model.labels == 1)
+        keep = np.concatenate([np.flatnonzero(model.labels == 0).repeat(500), yes[:1]])
+        model.rows, model.labels = model.rows[keep], model.labels[keep]
+    return synth
+
+
+def test_a_condition_on_the_target_is_sampled_directly_issue21_item8(cls):
+    synth = _rare_yes(_fit_with_target(cls))
+    rows = synth.sample_from_conditions([Condition({'label': 'yes'}, num_rows=40)],
+                                        max_tries_per_batch=2)['t']
+    assert len(rows) == 40 and (rows['label'] == 'yes').all()
+    if cls not in KME_CLASSES:
+        return  # DP-KIP's one 'yes' row holds one city: the rest needs a generator
+    both = synth.sample_from_conditions(
+        [Condition({'label': 'yes', 'city': 'Rome'}, num_rows=5)])['t']
+    assert len(both) == 5 and (both['label'] == 'yes').all() and (both['city'] == 'Rome').all()
+
+
+def test_a_target_class_the_model_never_learnt_is_a_clear_error_issue21_item8(kme_cls):
+    synth = _fit_with_target(kme_cls)
+    synth._model.class_weights = np.array([1.0, 0.0, 0.0])
+    with pytest.raises(SynthesizerInputError, match="label = 'yes': its released class proportion"):
+        synth.sample_from_conditions([Condition({'label': 'yes'}, num_rows=5)])
+
+
+@pytest.mark.parametrize('condition,match', [
+    ({'city': 'Paris'}, r"city = 'Paris': it is outside its public categories"),
+    ({'age': 500}, r'age = 500: it is outside its public bounds \[18, 90\]'),
+    ({'city': np.nan}, "'city' is not nullable"),
+])
+def test_conditions_outside_the_public_domain_say_why_issue21_item8(kme_cls, condition, match):
+    synth = _fit_with_target(kme_cls)
+    with pytest.raises(SynthesizerInputError, match=match):
+        synth.sample_from_conditions([Condition(condition, num_rows=5)])
+
+
+def test_unmet_conditions_on_other_columns_say_why_issue21_item8(kme_cls, monkeypatch):
+    synth = _fit_with_target(kme_cls)
+    # the model never produces a matching row (as for a value the noise did not resolve)
+    monkeypatch.setattr(synth, 'reverse_transform_constraints', lambda rows: rows.iloc[:0])
+    with pytest.raises(ValueError, match=r"reject sampling.*target_column 'label'.*sampled "
+                                         'directly') as caught:
+        synth.sample_from_conditions([Condition({'city': 'Rome'}, num_rows=5)],
+                                     max_tries_per_batch=3)
+    assert 'increasing `max_tries_per_batch`' not in str(caught.value)
