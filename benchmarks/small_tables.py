@@ -5,9 +5,10 @@ domain written from public facts only (percentages in [0, 100], a salary cap, th
 of the demo), every other argument default, epsilon = 1. For each seed: wall time of fit and of
 sample(215), SDMetrics quality against the real rows, the share of distinct rows, and whether a
 CollapsedGeneratorWarning was given. SDV's GaussianCopula (not private) is the reference, and
-``--old-batch`` adds DP-HP with the former fixed batch of 1024 generated rows (paired seeds).
+``--old-defaults K`` adds DP-HP with the former fixed steps=500, batch_size=1024 on the first K
+seeds (paired: same seeds).
 
-    python benchmarks/small_tables.py --seeds 20      # writes benchmarks/results/small_tables.md
+    python benchmarks/small_tables.py --seeds 20 --old-defaults 5   # writes results/small_tables.md
 """
 
 import argparse
@@ -98,15 +99,16 @@ def markdown(frame):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, default=20)
-    parser.add_argument('--old-batch', type=int, default=0,
-                        help='also run DP-HP with batch_size=1024 on this many seeds')
+    parser.add_argument('--old-defaults', type=int, default=0,
+                        help='also run DP-HP with steps=500, batch_size=1024 on this many seeds')
     parser.add_argument('--out', default=str(RESULTS / 'small_tables'))
     args = parser.parse_args()
     data, metadata = load()
     runs = []
     plan = [('DPHPSynthesizer', s, {}) for s in range(args.seeds)]
     plan += [('DPMERFSynthesizer', s, {}) for s in range(min(args.seeds, 5))]
-    plan += [('DPHPSynthesizer', s, {'batch_size': 1024}) for s in range(args.old_batch)]
+    plan += [('DPHPSynthesizer', s, {'steps': 500, 'batch_size': 1024})
+             for s in range(args.old_defaults)]
     plan += [('GaussianCopula', 0, {})]
     for name, seed, kwargs in plan:
         runs.append(run_one(name, seed, data, metadata, **kwargs))

@@ -231,9 +231,17 @@ class DPCategoricalTransformer(PublicDomainTransformer):
 
     def _codes(self, data):
         series = pd.Series(np.asarray(data, dtype=object))
-        codes = np.full(len(series), len(self.buckets) - 1)  # OTHER
-        for i, category in enumerate(self.categories):
-            codes[(series == category).to_numpy()] = i
+        other = len(self.buckets) - 1
+        # one dict lookup per row, not one comparison per row and category (10k zip codes);
+        # later categories win on equal values (1 == True), as with ==
+        lookup = {category: i for i, category in enumerate(self.categories)}
+        try:
+            codes = np.fromiter((lookup.get(v, other) for v in series), dtype=np.int64,
+                                count=len(series))
+        except TypeError:  # an unhashable value: compare one category at a time
+            codes = np.full(len(series), other)
+            for i, category in enumerate(self.categories):
+                codes[(series == category).to_numpy()] = i
         null = series.isna().to_numpy()
         self._check_missing(null)
         if self.nullable:

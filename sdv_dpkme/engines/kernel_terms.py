@@ -56,7 +56,7 @@ def dphp_terms(blocks, *, sum_order, sum_sigma2, product_order, product_sigma2, 
 
 
 def shared_terms(blocks, marginal_length_scale, marginal_weight, pair_length_scale, pair_weight,
-                 max_pair_features):
+                 max_pair_features, max_pair_width=None):
     """The terms both methods add: fine-scale marginals of the numeric columns and pairwise
     products over all columns (each off with its length None)."""
     terms = []
@@ -64,13 +64,17 @@ def shared_terms(blocks, marginal_length_scale, marginal_weight, pair_length_sca
         fmap = FourierMarginalMap(blocks, marginal_length_scale)
         terms.append(KernelTerm('marginals', 'Marginals', fmap, weight=marginal_weight))
     if pair_length_scale and len(blocks) > 1:
-        kept, left_out = pair_blocks_within(blocks, pair_length_scale, max_pair_features)
+        kept, left_out = pair_blocks_within(blocks, pair_length_scale, max_pair_features,
+                                            max_pair_width)
         if left_out:
             warnings.warn(
                 f"The pairwise term ('pairs') leaves out the widest columns "
-                f'{[b.name for b in left_out]}: with them it would exceed '
-                f'{max_pair_features:,} features per class. Declare fewer categories '
-                'for them, or pass pair_length_scale=None to leave the term out.'
+                f'{[b.name for b in left_out]}: a column is left out when it has more than '
+                f'{max_pair_width:,} categories, or while the term would exceed '
+                f'{max_pair_features:,} features per class. Their own distribution is still '
+                'matched; only how they move with other columns is not. Declare fewer '
+                'categories for them (e.g. a public grouping: zip code -> its first digits), '
+                'or pass pair_length_scale=None to leave the term out.'
             )
         if len(kept) > 1:
             fmap = PairwiseKernelMap(kept, pair_length_scale)

@@ -31,13 +31,16 @@ def _widths(blocks, series):
     return [series.width(b) if b.kind == 'numeric' else b.width for b in blocks]
 
 
-def pair_blocks_within(blocks, length_scale, max_features):
+def pair_blocks_within(blocks, length_scale, max_features, max_width=None):
     """(kept, left_out): the blocks of a pairwise map with at most ``max_features`` features per
     class, leaving out the widest columns first (a high-cardinality category would otherwise
-    make the map quadratic in its width). Widths come from the public domain only."""
+    make the map quadratic in its width), and any column wider than ``max_width`` features
+    (a zip code column's pairs cost width x every other column, per row, at fit and in every
+    training step). Widths come from the public domain only."""
     series = FourierSeries(length_scale, default_frequencies(length_scale))
     width = dict(zip((b.name for b in blocks), _widths(blocks, series)))
-    kept, left_out = list(blocks), []
+    left_out = [b for b in blocks if max_width is not None and width[b.name] > max_width]
+    kept = [b for b in blocks if b not in left_out]
 
     def dim(bs):
         total = sum(width[b.name] for b in bs)

@@ -11,6 +11,7 @@ import contextlib
 import copy
 import inspect
 import math
+import os
 import warnings
 
 import numpy as np
@@ -278,8 +279,41 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         self._ledger = Ledger.open(self.epsilon, self.delta, self.noise_seed)
         return self._ledger
 
+    #: an encoded table above this many bytes gets a warning with its size and widest columns
+    encoded_warning_bytes = 1 << 30
+
+    def _encoded_width(self, domain):
+        if domain.is_numeric and not is_discrete(domain):
+            return 1 + bool(domain.nullable)
+        values = (len(domain.categories) if not domain.is_numeric
+                  else int(domain.high) - int(domain.low) + 1)
+        return values + 1 + bool(domain.nullable)  # + out-of-domain (+ missing) buckets
+
+    def _check_encoded_size(self, n_rows):
+        """Say up front (public facts: n and the declared domains) when the one-hot encoded table
+        is large, and refuse one that cannot fit in memory, before any budget is spent."""
+        widths = {c: self._encoded_width(d) for c, d in self._domains.items()}
+        size = n_rows * sum(widths.values()) * 8  # float64, held a few times during the fit
+        if size <= self.encoded_warning_bytes:
+            return
+        widest = sorted(widths.items(), key=lambda item: -item[1])[:3]
+        what = (f'{n_rows:,} rows x {sum(widths.values()):,} encoded columns (one per '
+                f'category; widest: {", ".join(f"{c!r} {w:,}" for c, w in widest)})')
+        advice = ('Group wide categorical columns publicly (e.g. a zip code by its first '
+                  'digits), or give identifiers sdtype id/pii so they are generated, not modelled.')
+        memory = _physical_memory()
+        if memory and 3 * size > memory:
+            raise SynthesizerInputError(
+                f'The encoded table would take about {size / 2**30:.1f} GiB ({what}) and the '
+                f'fit holds it about 3 times, more than this machine\'s {memory / 2**30:.0f} '
+                f'GiB. Nothing was spent. {advice}'
+            )
+        warnings.warn(f'The encoded table takes about {size / 2**30:.1f} GiB ({what}); the fit '
+                      f'holds it a few times and gets slower with it. {advice}')
+
     def _preprocess(self, table_data):
         processor = self._data_processor
+        self._check_encoded_size(len(table_data))
         self._open_ledger()
         try:
             self._discover_domains(table_data)
@@ -638,6 +672,9 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        # the models drop their RNG when pickled, so sampling restarts from SDV's fixed seed:
+        # two loads of one file give the same rows, even if it was saved after sampling
+        self._random_state_set = False
         # synthesizers saved before domain discovery existed
         for name, default in (('_undeclared', {}), ('_discovery', None), ('domain', None),
                               ('domain_budget_share', 0.0)):
@@ -651,6 +688,13 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             warnings.warn(
                 f'This synthesizer was fitted with sdv_dpkme {saved}; you run {__version__}.'
             )
+
+
+def _physical_memory():
+    try:
+        return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _domain_from_transformer(template, transformer):

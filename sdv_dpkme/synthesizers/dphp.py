@@ -50,7 +50,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  target_column=None, sum_order=100, sum_sigma2=0.05, product_order=5,
                  product_sigma2=0.05, product_columns=5, product_redraws=20,
                  max_product_features=8192, product_weight=0.1, product_schedule='cycle',
-                 budget_shares=None, steps=500, batch_size='auto', learning_rate=1e-2,
+                 budget_shares=None, steps='auto', batch_size='auto', learning_rate=1e-2,
                  latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
@@ -69,14 +69,14 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
         return {'class_proportions': 0.01, 'sum_kernel': 0.3, 'product_kernel': 0.19,
                 'marginals': 0.2, 'pairs': 0.3}
 
-    def _kernel_terms(self, blocks, generator):
+    def _kernel_terms(self, blocks, generator, steps):
         self._check_parameters()  # attributes may have changed since construction
         return dphp_terms(
             blocks, sum_order=self.sum_order, sum_sigma2=self.sum_sigma2,
             product_order=self.product_order, product_sigma2=self.product_sigma2,
             product_columns=self.product_columns, product_redraws=self.product_redraws,
             max_product_features=self.max_product_features, product_weight=self.product_weight,
-            product_schedule=self.product_schedule, steps=self.steps, rng=generator,
+            product_schedule=self.product_schedule, steps=steps, rng=generator,
         )
 
     def _report_notes(self, terms):

@@ -44,7 +44,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, n_features=1000, length_scale=0.3, budget_shares=None,
-                 releases='single', minibatch_size=2000, steps=500, batch_size='auto',
+                 releases='single', minibatch_size=2000, steps='auto', batch_size='auto',
                  learning_rate=1e-2, latent_dim=32, generator_dims=(256, 256), numeric_noise=0.0,
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
@@ -59,14 +59,14 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
     def _default_budget_shares(self):
         return {'class_proportions': 0.01, 'embedding': 0.69, 'marginals': 0.15, 'pairs': 0.15}
 
-    def _kernel_terms(self, blocks, generator):
+    def _kernel_terms(self, blocks, generator, steps):
         return dpmerf_terms(blocks, self.n_features, self.length_scale, generator)
 
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         if self.releases == 'single':
             return super()._fit_engine(x, blocks, target, labels, columns, ledger)
         rng = self._torch_generator()
-        (term,) = self._kernel_terms(blocks, rng)
+        (term,) = self._kernel_terms(blocks, rng, self._steps(len(x)))
         extra = self._shared_terms(blocks)
         model = kme.fit_minibatch(
             x, labels, blocks, target, columns, ledger, term, extra, self._shares(),

@@ -28,16 +28,22 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         pair_length_scale: length of the numeric kernels in the extra release 'pairs'
             (``PairwiseKernelMap``: products of per-column kernels over every pair of columns),
             so that how columns move together within a class is matched; None leaves it out.
-            pair_weight: its weight in the training loss. Columns are left out of it, widest
-            first and with a warning, while it would exceed ``max_pair_features`` per class.
-        batch_size: generated rows per training step; 'auto' is min(1024, max(256, n)) for n
-            rows (n is public): on small tables the targets are mostly noise, and a smaller
-            batch cut the fit time of a 215-row table by 3x at no loss of quality
-            (benchmarks/results/small_tables.md).
+            pair_weight: its weight in the training loss. Columns are left out of it, with a
+            warning, when wider than ``max_pair_width`` (512) features, then widest first while
+            it would exceed ``max_pair_features`` per class.
+        steps, batch_size: generator training steps and generated rows per step. 'auto' (the
+            defaults) follows the number n of private rows, which is public: steps =
+            min(500, max(200, n)) and batch_size = min(1024, max(256, n)), so 500 x 1024 from
+            1,024 rows up. On small tables the targets are mostly noise; the 215-row table of
+            benchmarks/results/small_tables.md fits about 5x faster at no loss of quality.
     """
 
     #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
     max_pair_features = 1_000_000
+    #: columns with more features than this (categories + missing/out-of-domain buckets) are
+    #: left out of the 'pairs' map (Adult's and Census' widest categorical columns have 42 and 52
+    #: categories)
+    max_pair_width = 512
 
     def _check_parameters(self):
         def number(value):
@@ -48,6 +54,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             raise SynthesizerInputError(
                 f"batch_size must be 'auto' or an integer >= 2, got {batch!r}."
             )
+        steps = self.steps
+        if steps != 'auto' and not (number(steps) and int(steps) == steps and steps >= 1):
+            raise SynthesizerInputError(f"steps must be 'auto' or an integer >= 1, got {steps!r}.")
         for prefix in ('marginal', 'pair'):
             length = getattr(self, f'{prefix}_length_scale')
             weight = getattr(self, f'{prefix}_weight')
@@ -62,8 +71,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                 )
 
     # Method hooks: the feature maps and the default budget shares.
-    def _kernel_terms(self, blocks, generator):
-        """The method's own feature maps, as ``KernelTerm``s (one release each)."""
+    def _kernel_terms(self, blocks, generator, steps):
+        """The method's own feature maps, as ``KernelTerm``s (one release each), for a training
+        of ``steps`` steps."""
         raise NotImplementedError
 
     def _default_budget_shares(self):
@@ -78,7 +88,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
 
     def _shared_terms(self, blocks):
         return shared_terms(blocks, self.marginal_length_scale, self.marginal_weight,
-                            self.pair_length_scale, self.pair_weight, self.max_pair_features)
+                            self.pair_length_scale, self.pair_weight, self.max_pair_features,
+                            self.max_pair_width)
+
+    def _steps(self, n):
+        if self.steps == 'auto':
+            return min(500, max(200, n))
+        return int(self.steps)
 
     def _batch_size(self, n):
         if self.batch_size == 'auto':
@@ -86,13 +102,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         return int(self.batch_size)
 
     def _training(self, n):
-        return kme.Training(self.steps, self._batch_size(n), self.learning_rate, self.latent_dim,
+        return kme.Training(self._steps(n), self._batch_size(n), self.learning_rate, self.latent_dim,
                             tuple(self.generator_dims), self.numeric_noise,
                             resolve_device(self.device))
 
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         rng = self._torch_generator()
-        terms = self._kernel_terms(blocks, rng) + self._shared_terms(blocks)
+        terms = self._kernel_terms(blocks, rng, self._steps(len(x))) + self._shared_terms(blocks)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
                         self._training(len(x)), rng, self.verbose)
         self._warn_if_collapsed(model.collapsed_classes, target)

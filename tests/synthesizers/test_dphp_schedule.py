@@ -21,7 +21,7 @@ def build(**kwargs):
 
 
 def active_products(synth, steps):
-    terms = synth._kernel_terms(BLOCKS, torch.Generator().manual_seed(0))
+    terms = synth._kernel_terms(BLOCKS, torch.Generator().manual_seed(0), steps)
     products = [t for t in terms if t.group == 'product_kernel']
     objectives = [Objective(t.label, t.feature_map, None, first_step=t.first_step,
                             last_step=t.last_step, period=t.period, phase=t.phase)

@@ -77,23 +77,30 @@ def test_loss_values_show_each_term_above_its_public_noise_floor_issue21():
     assert {'Sum kernel', 'Marginals', 'Pairs'} <= set(floors)
 
 
-def test_batch_size_auto_follows_the_number_of_rows_issue21(kme_cls, monkeypatch):
-    synth = build(kme_cls, batch_size='auto')
+def test_steps_and_batch_size_auto_follow_the_number_of_rows_issue21(kme_cls, monkeypatch):
+    synth = build(kme_cls, batch_size='auto', steps='auto')
     assert [synth._batch_size(n) for n in (10, 215, 600, 3000, 10**6)] == [
         256, 256, 600, 1024, 1024]
+    assert [synth._steps(n) for n in (10, 215, 600, 3000, 10**6)] == [200, 215, 500, 500, 500]
     seen = {}
     original = kme.train_generator
 
     def spy(generator, objectives, classes, steps, batch_size, *args, **kwargs):
-        seen['batch'] = batch_size
-        return original(generator, objectives, classes, steps, batch_size, *args, **kwargs)
+        seen.update(steps=steps, batch=batch_size)
+        return original(generator, objectives, classes, 3, batch_size, *args, **kwargs)
 
     monkeypatch.setattr(kme, 'train_generator', spy)
     synth.fit({'t': make_table(n=300)})
-    assert seen['batch'] == 300
+    assert seen == {'steps': 300, 'batch': 300}
 
 
 @pytest.mark.parametrize('bad', ['big', 0, 1, 2.5, True, None])
 def test_bad_batch_size_is_a_clear_error_issue21(kme_cls, bad):
     with pytest.raises(SynthesizerInputError, match="batch_size must be 'auto'"):
         build(kme_cls, batch_size=bad)
+
+
+@pytest.mark.parametrize('bad', ['many', 0, 2.5, True, None])
+def test_bad_steps_is_a_clear_error_issue21(kme_cls, bad):
+    with pytest.raises(SynthesizerInputError, match="steps must be 'auto'"):
+        build(kme_cls, steps=bad)
