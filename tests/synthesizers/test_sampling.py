@@ -43,9 +43,9 @@ def spy_on_model(synth):
     calls = []
     original = synth._model.sample
 
-    def sample(num_rows):
+    def sample(num_rows, **kwargs):
         calls.append(num_rows)
-        return original(num_rows)
+        return original(num_rows, **kwargs)
 
     synth._model.sample = sample
     return calls
