@@ -19,7 +19,6 @@ import warnings
 from importlib.resources import files
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 RESULTS = Path(__file__).parent / 'results'

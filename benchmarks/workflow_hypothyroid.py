@@ -19,7 +19,6 @@ import warnings
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 RESULTS = Path(__file__).parent / 'results'

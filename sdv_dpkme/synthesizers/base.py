@@ -302,10 +302,10 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         advice = ('Group wide categorical columns publicly (e.g. a zip code by its first '
                   'digits), or give identifiers sdtype id/pii so they are generated, not modelled.')
         memory = _physical_memory()
-        if memory and 3 * size > memory:
+        if memory and 4 * size > memory:  # measured: 6.7 GB peak for a 1.5 GiB table
             raise SynthesizerInputError(
                 f'The encoded table would take about {size / 2**30:.1f} GiB ({what}) and the '
-                f'fit holds it about 3 times, more than this machine\'s {memory / 2**30:.0f} '
+                f'fit holds it about 4 times, more than this machine\'s {memory / 2**30:.0f} '
                 f'GiB. Nothing was spent. {advice}'
             )
         warnings.warn(f'The encoded table takes about {size / 2**30:.1f} GiB ({what}); the fit '

@@ -21,7 +21,6 @@ from tests.conftest import (
     BOUNDS,
     CATEGORIES,
     FAST_BY_CLASS,
-    KME_CLASSES,
     SYNTHESIZERS,
     make_metadata,
     make_table,
@@ -34,16 +33,6 @@ def build(cls, metadata=None, **kwargs):
                 random_state=0, **FAST_BY_CLASS[cls.__name__][0])
     args.update(kwargs)
     return cls(metadata or make_metadata(), **args)
-
-
-@pytest.fixture(params=list(SYNTHESIZERS), ids=lambda c: c.__name__)
-def cls(request):
-    return request.param
-
-
-@pytest.fixture(params=KME_CLASSES, ids=lambda c: c.__name__)
-def kme_cls(request):
-    return request.param
 
 
 def test_importable_from_sdv_namespace():

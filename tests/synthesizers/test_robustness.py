@@ -8,18 +8,8 @@ from sdv.errors import SynthesizerInputError
 from sdv.sampling import Condition
 from sdv.utils import load_synthesizer
 
-from tests.conftest import BOUNDS, KME_CLASSES, SYNTHESIZERS, make_table
+from tests.conftest import BOUNDS, KME_CLASSES, make_table
 from tests.synthesizers.test_contract import build
-
-
-@pytest.fixture(params=list(SYNTHESIZERS), ids=lambda c: c.__name__)
-def cls(request):
-    return request.param
-
-
-@pytest.fixture(params=KME_CLASSES, ids=lambda c: c.__name__)
-def kme_cls(request):
-    return request.param
 
 
 def test_fixed_increments_on_a_column_not_declared_integer_issue21_item2(cls):

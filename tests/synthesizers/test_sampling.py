@@ -22,11 +22,6 @@ from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, SYNTHESIZERS, make
 MODELLED = ['age', 'income', 'city', 'flag', 'when', 'label']
 
 
-@pytest.fixture(params=list(SYNTHESIZERS), ids=lambda c: c.__name__)
-def cls(request):
-    return request.param
-
-
 def fit(cls, metadata=None, table=None, **kwargs):
     args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
                 random_state=0, **FAST_BY_CLASS[cls.__name__][0])

@@ -15,11 +15,6 @@ from tests.conftest import KME_CLASSES, make_table
 from tests.synthesizers.test_contract import build
 
 
-@pytest.fixture(params=KME_CLASSES, ids=lambda c: c.__name__)
-def kme_cls(request):
-    return request.param
-
-
 def _generator(seed=0):
     torch.manual_seed(seed)
     blocks = [Block('a', 'numeric', (0,)), Block('b', 'numeric', (1,)),
