@@ -613,16 +613,16 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
                 )
 
     def sample_from_conditions(self, conditions, max_tries_per_batch=100, batch_size=None,
-                               output_file_path=None):
+                               output_folder_path=None):
         with self._explain_unmet_conditions(max_tries_per_batch):
             return super().sample_from_conditions(
-                conditions, max_tries_per_batch, batch_size, output_file_path)
+                conditions, max_tries_per_batch, batch_size, output_folder_path)
 
     def sample_remaining_columns(self, known_columns, max_tries_per_batch=100, batch_size=None,
-                                 output_file_path=None):
+                                 output_folder_path=None):
         with self._explain_unmet_conditions(max_tries_per_batch):
             return super().sample_remaining_columns(
-                known_columns, max_tries_per_batch, batch_size, output_file_path)
+                known_columns, max_tries_per_batch, batch_size, output_folder_path)
 
     @contextlib.contextmanager
     def _explain_unmet_conditions(self, max_tries_per_batch):

@@ -132,3 +132,17 @@ def test_a_synthesizer_saved_after_sampling_loads_reproducibly_issue21(cls, tmp_
     first = load_synthesizer(str(path)).sample(30)['t']
     second = load_synthesizer(str(path)).sample(30)['t']
     pd.testing.assert_frame_equal(first, second)
+
+
+def test_conditional_sampling_keeps_sdvs_signatures_and_output_folder_issue21(cls, tmp_path):
+    synth = build(cls, target_column='label')
+    synth.fit({'t': make_table()})
+    folder = tmp_path / 'out'
+    rows = synth.sample_from_conditions([Condition({'city': 'Rome'}, num_rows=5)],
+                                        max_tries_per_batch=50, batch_size=5,
+                                        output_folder_path=str(folder))['t']
+    assert len(rows) == 5 and any(folder.glob('*.csv'))
+    known = pd.DataFrame({'city': ['Rome', 'Oslo']})
+    rest = synth.sample_remaining_columns(known, max_tries_per_batch=50,
+                                          output_folder_path=str(tmp_path / 'rest'))['t']
+    assert list(rest['city']) == ['Rome', 'Oslo']
