@@ -282,17 +282,11 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
     #: an encoded table above this many bytes gets a warning with its size and widest columns
     encoded_warning_bytes = 1 << 30
 
-    def _encoded_width(self, domain):
-        if domain.is_numeric and not is_discrete(domain):
-            return 1 + bool(domain.nullable)
-        values = (len(domain.categories) if not domain.is_numeric
-                  else int(domain.high) - int(domain.low) + 1)
-        return values + 1 + bool(domain.nullable)  # + out-of-domain (+ missing) buckets
-
     def _check_encoded_size(self, n_rows):
         """Say up front (public facts: n and the declared domains) when the one-hot encoded table
         is large, and refuse one that cannot fit in memory, before any budget is spent."""
-        widths = {c: self._encoded_width(d) for c, d in self._domains.items()}
+        # each column's width is its transformer's number of outputs
+        widths = {c: len(transformer_for(d).output_properties) for c, d in self._domains.items()}
         size = n_rows * sum(widths.values()) * 8  # float64, held a few times during the fit
         if size <= self.encoded_warning_bytes:
             return
