@@ -9,7 +9,8 @@ from sdv_dpkme.synthesizers import (  # noqa: E402
     DPHPSynthesizer,
     DPKIPSynthesizer,
     DPMERFSynthesizer,
+    DPReweightingSynthesizer,
 )
 
 __all__ = ['CollapsedGeneratorWarning', 'DPHPSynthesizer', 'DPKIPSynthesizer', 'DPMERFSynthesizer',
-           'PrivacyReport', '__version__']
+           'DPReweightingSynthesizer', 'PrivacyReport', '__version__']
