@@ -220,6 +220,35 @@ def constrained_weights(phi_z, beta, project, iterations=500):
     return w
 
 
+def quadratic_simplex(gram, linear, iterations=500):
+    """argmin over the simplex of w^T G w - 2 w^T b (FISTA), for G positive semi-definite."""
+    m = len(linear)
+    lipschitz = 2.0 * float(torch.linalg.eigvalsh(gram)[-1].clamp(min=0))
+    w = torch.full((m,), 1.0 / m, dtype=gram.dtype)
+    if lipschitz == 0:
+        return w
+    y, t = w.clone(), 1.0
+    for _ in range(iterations):
+        w_next = project_simplex(y - 2.0 * (gram @ y - linear) / lipschitz)
+        t_next = (1 + math.sqrt(1 + 4 * t * t)) / 2
+        y = w_next + ((t - 1) / t_next) * (w_next - w)
+        w, t = w_next, t_next
+    return w
+
+
+def simplex_weights_for_terms(points, terms):
+    """Probability weights on ``points`` whose embeddings approach several released ones:
+    minimise sum_t weight_t ||sum_g w_g phi_t(p_g) - target_t||^2 over the simplex, for
+    ``terms`` = [(feature_map, target, weight)]. Post-processing of the targets."""
+    gram = torch.zeros(len(points), len(points), dtype=torch.float64)
+    linear = torch.zeros(len(points), dtype=torch.float64)
+    for feature_map, target, weight in terms:
+        phi = features_of(feature_map, points)
+        gram += weight * phi @ phi.T
+        linear += weight * phi @ target
+    return quadratic_simplex(gram, linear)
+
+
 def embedding_weights(phi_z, beta, l1_bound=None):
     """(signed weights, sampling probabilities) on the points with features ``phi_z``.
 
@@ -325,8 +354,9 @@ def reduced_set(fmap, beta, blocks, n_columns, settings, rng, verbose=False):
 
     1. a pool of public-noise rows; Frank-Wolfe on the simplex over it picks at most
        ``n_points`` of them with weights (valid rows, categories included);
-    2. ``steps`` of Adam on the numeric values of the picked points (through a sigmoid, so they
-       stay in [0, 1]) and on the weights (softmax); one-hot blocks stay as picked;
+    2. ``steps`` of Adam on the picked points (numeric values through a sigmoid, so they stay
+       in [0, 1]; one-hot blocks as the argmax of a softmax, with the softmax's gradient) and on
+       the weights (softmax);
     3. the weights are refitted on the final points (FISTA on the simplex).
     Only beta is used: post-processing of the release.
     """
@@ -335,22 +365,35 @@ def reduced_set(fmap, beta, blocks, n_columns, settings, rng, verbose=False):
     keep = chosen > 0
     points, start = pool[keep], chosen[keep]
     numeric = [c for b in blocks if b.kind == 'numeric' for c in b.columns[:1]]
+    # the last bucket of a one-hot block is the out-of-domain one: never a point's value
+    categorical = [list(b.columns)[:-1] for b in blocks if b.kind == 'categorical'
+                   and b.width > 1]
     values = points[:, numeric].clamp(1e-4, 1 - 1e-4)
     logits = torch.log(values / (1 - values)).requires_grad_()
+    buckets = [(2.0 * points[:, cols]).requires_grad_() for cols in categorical]
     scores = torch.log(start).requires_grad_()
-    optimizer = torch.optim.Adam([logits, scores], lr=settings.learning_rate)
+    optimizer = torch.optim.Adam([logits, scores, *buckets], lr=settings.learning_rate)
+
+    def moved(hard=False):
+        out = points.clone()
+        out[:, numeric] = torch.sigmoid(logits)
+        for cols, part in zip(categorical, buckets):
+            soft = torch.softmax(part, 1)
+            one_hot = torch.nn.functional.one_hot(soft.argmax(1), len(cols)).double()
+            # straight-through: the loss sees valid one-hot rows, the gradient the softmax's
+            out[:, cols] = one_hot if hard else one_hot + soft - soft.detach()
+        return out
+
     history = []
     for _ in tqdm(range(settings.steps), desc='Reduced set (refine)', disable=not verbose,
                   leave=False):
         optimizer.zero_grad()
-        moved = points.clone()
-        moved[:, numeric] = torch.sigmoid(logits)
-        loss = ((torch.softmax(scores, 0) @ fmap(moved) - beta) ** 2).sum()
+        loss = ((torch.softmax(scores, 0) @ fmap(moved()) - beta) ** 2).sum()
         loss.backward()
         optimizer.step()
         history.append(loss.item())
     with torch.no_grad():
-        points[:, numeric] = torch.sigmoid(logits)
+        points = moved(hard=True)
         _, probabilities = embedding_weights(features_of(fmap, points), beta)
     return points.numpy(), probabilities, history
 
@@ -373,8 +416,10 @@ class ReweightedModel:
     """Weighted points in the encoded layout (public rows or Algorithm 2 points) and their
     weights (DP outputs). Sampling draws rows with the simplex probabilities, with replacement."""
 
-    def __init__(self, rows, columns, signed, probabilities, target=None, loss_values=None):
+    def __init__(self, rows, columns, signed, probabilities, target=None, loss_values=None,
+                 kernel=None):
         self.rows = np.asarray(rows, dtype=np.float64)  # public rows decode back to themselves
+        self.kernel = kernel  # public: the scales of the encoded columns
         self.columns = list(columns)
         self.weights = np.asarray(signed, dtype=float)
         self.probabilities = np.clip(np.asarray(probabilities, dtype=float), 0, None)

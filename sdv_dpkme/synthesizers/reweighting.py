@@ -147,7 +147,7 @@ class DPReweightingSynthesizer(BaseDPSynthesizer):
                 x, kernel_blocks, len(columns), kernel, ledger, settings, rng, self.verbose)
             loss = pd.DataFrame({'Step': range(len(history)), 'Loss': history})
             model = reweighting.ReweightedModel(z, columns, signed.numpy(), probabilities.numpy(),
-                                                target, loss)
+                                                target, loss, kernel)
             return model, notes
         public = self._public_table()
         processed = self._data_processor.transform(public)
@@ -159,7 +159,7 @@ class DPReweightingSynthesizer(BaseDPSynthesizer):
             x, z, kernel, ledger, settings, rng, self.verbose)
         notes.append(f'public_data: {len(public)} rows, taken as public (never private rows).')
         model = reweighting.ReweightedModel(z, columns, signed.numpy(), probabilities.numpy(),
-                                            target)
+                                            target, kernel=kernel)
         return model, notes
 
     def _public_inputs(self):
