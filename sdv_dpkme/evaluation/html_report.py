@@ -88,16 +88,17 @@ def _png(data, alt, kind, caption=None, columns=()):
             f'<img alt="{e(alt)}" src="data:image/png;base64,{encoded}">{caption_html}</figure>')
 
 
-def _table(headers, rows, cls='data'):
+def _table(headers, rows, cls='data', row_classes=None):
     """``rows`` hold ready HTML cells (``<td>...``) or plain values (escaped here)."""
     head = ''.join(f'<th>{e(h)}</th>' for h in headers)
     body = []
-    for row in rows:
+    for i, row in enumerate(rows):
         cells = []
         for cell in row:
             text = str(cell)
             cells.append(text if text.startswith('<td') else f'<td>{e(text)}</td>')
-        body.append(f'<tr>{"".join(cells)}</tr>')
+        row_class = f' class="{e(row_classes[i])}"' if row_classes and row_classes[i] else ''
+        body.append(f'<tr{row_class}>{"".join(cells)}</tr>')
     return (f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
 
@@ -148,16 +149,27 @@ def _ledger(report):
     parts = ['<table class="facts">'
              + ''.join(f'<tr><th>{e(k)}</th><td>{e(v)}</td></tr>' for k, v in budget)
              + '</table>']
+    groups = _release_groups(report.releases)
     rows = []
-    for number, release in enumerate(report.releases, 1):
-        sampling = release.sampling
-        if release.sampling != 'none':
-            sampling = f'{release.sampling}, q = {_number(release.sampling_probability, 4)}'
-        rows.append([number, release.name, release.description, release.mechanism,
-                     _number(release.sensitivity, 4), _number(release.noise_multiplier, 4),
-                     _number(release.noise_std, 4), f'{release.count:,}',
-                     f'{release.dimension:,}', sampling])
-    parts.append(f'<h3>Releases ({len(report.releases)})</h3>')
+    for number, group in enumerate(groups, 1):
+        first = group[0]
+        sampling = first.sampling
+        if first.sampling != 'none':
+            sampling = f'{first.sampling}, q = {_number(first.sampling_probability, 4)}'
+        if len(group) == 1:
+            what = f'<td>{e(first.description)}</td>'
+        else:  # identical noise, different subsets (e.g. DP-HP's product kernels): one row
+            items = ''.join(f'<li>{e(r.description)}</li>' for r in group)
+            what = (f'<td>{len(group)} releases, e.g. {e(first.description)}<details><summary>'
+                    f'all {len(group)}</summary><ol>{items}</ol></details></td>')
+        dimensions = sorted({r.dimension for r in group})
+        dimension = (f'{dimensions[0]:,}' if len(dimensions) == 1
+                     else f'{dimensions[0]:,}–{dimensions[-1]:,} each')
+        rows.append([number, first.name, what, first.mechanism,
+                     _number(first.sensitivity, 4), _number(first.noise_multiplier, 4),
+                     _number(first.noise_std, 4), f'{sum(r.count for r in group):,}',
+                     dimension, sampling])
+    parts.append(f'<h3>Releases ({sum(len(g) for g in groups)})</h3>')
     parts.append(_table(['#', 'Release', 'What', 'Mechanism', 'Sensitivity (L2)',
                          'Noise multiplier', 'Noise std', 'Count', 'Dimension', 'Sampling'],
                         rows, cls='data ledger'))
@@ -174,6 +186,35 @@ def _ledger(report):
     return _section('privacy-ledger', 'Privacy ledger', ''.join(parts),
                     note='Every noisy release of the fit, as the accountant counted it. The '
                          'same record is in the privacy report JSON written by <code>fit</code>.')
+
+
+def _align_dtypes(real, synthetic):
+    """The real table with the synthetic table's dtype where the cast loses nothing (a CSV reads
+    integer columns as floats): SDMetrics' Data Structure counts a dtype mismatch as a
+    different column."""
+    real = real.copy()
+    for column in real.columns.intersection(synthetic.columns):
+        wanted, have = synthetic[column].dtype, real[column].dtype
+        if wanted == have or not pd.api.types.is_integer_dtype(wanted):
+            continue
+        values = real[column]
+        if (pd.api.types.is_float_dtype(have) and values.notna().all()
+                and (values == values.round()).all()):
+            real[column] = values.astype(wanted)
+    return real
+
+
+def _release_groups(releases):
+    """Consecutive releases with the same name and noise, as lists (every release kept)."""
+    groups = []
+    for release in releases:
+        key = (release.name, release.mechanism, release.sensitivity, release.noise_multiplier,
+               release.noise_std, release.sampling, release.sampling_probability)
+        if groups and groups[-1][0] == key:
+            groups[-1][1].append(release)
+        else:
+            groups.append((key, [release]))
+    return [members for _, members in groups]
 
 
 def _worst_first(frame, score='Score'):
@@ -230,7 +271,17 @@ def _diagnostic(scores):
                          'be wider than the range the real rows happen to cover.')
 
 
-def _comparison_plots(scores, real, synthetic, sdtypes, formats, worst_columns, worst_pairs):
+def _public_axis(domain):
+    """The public bounds or categories of a column, to draw its axis (never the rows')."""
+    if domain is None:
+        return {}
+    if domain.is_numeric:
+        return {'bounds': (domain.low, domain.high)} if domain.low is not None else {}
+    return {'categories': [False, True] if domain.sdtype == 'boolean' else domain.categories}
+
+
+def _comparison_plots(scores, real, synthetic, sdtypes, formats, domains, worst_columns,
+                      worst_pairs):
     from sdv_dpkme.evaluation.report_plots import column_figure, pair_figure
 
     quality = scores['quality_report']
@@ -240,7 +291,7 @@ def _comparison_plots(scores, real, synthetic, sdtypes, formats, worst_columns, 
     for _, row in shapes.sort_values('Score', kind='stable').head(worst_columns).iterrows():
         column = row['Column']
         png = column_figure(column, sdtypes[column], synthetic[column], real[column],
-                            formats.get(column))
+                            formats.get(column), **_public_axis(domains.get(column)))
         figures.append(_png(png, f'real and synthetic distribution of {column}',
                             'real-data-plot', f'{column}: {row["Metric"]} {row["Score"]:.3f}',
                             [column]))
@@ -277,7 +328,7 @@ def _tstr(synthesizer, real, synthetic, metadata, modelled, categories, classifi
     what = (f"binary; positive class {table.attrs.get('positive_class')!r}" if task == 'binary'
             else f"{len(table.attrs.get('classes', []))} classes")
     body = _table(['Classifier', *[s.replace('_', ' ') for s in scores], 'Fit seconds', 'Note'],
-                  rows)
+                  rows, row_classes=['mean' if c == 'mean' else '' for c in table['classifier']])
     return _section('tstr', f'Train on synthetic, test on real: {target}', body,
                     note=f'Each classifier is trained on the synthetic rows and scored on the '
                          f'real table given ({e(what)}). For a fair score, give a real table '
@@ -301,13 +352,14 @@ def _training(synthesizer):
                          'holds nothing more about the private rows than they do.')
 
 
-def _overview(synthetic, sdtypes, formats, modelled):
+def _overview(synthetic, sdtypes, formats, modelled, domains):
     from sdv_dpkme.evaluation.report_plots import column_figure
 
     shown = modelled[:OVERVIEW_COLUMNS]
     figures = ['<div class="grid">']
     for column in shown:
-        png = column_figure(column, sdtypes[column], synthetic[column], None, formats.get(column))
+        png = column_figure(column, sdtypes[column], synthetic[column], None, formats.get(column),
+                            **_public_axis(domains.get(column)))
         figures.append(_png(png, f'synthetic distribution of {column}', 'synthetic-plot',
                             columns=[column]))
     figures.append('</div>')
@@ -347,7 +399,7 @@ table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 table.data{width:100%}
 th,td{padding:4px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #e3e8ee}
 thead th{background:#eef2f6;font-weight:600}
-table.facts th{width:30%;color:#33485e;font-weight:600;background:none}
+table.facts{width:100%}table.facts th{width:30%;color:#33485e;font-weight:600;background:none}
 table.data tbody tr:nth-child(even){background:#fafbfc}
 table.ledger td:nth-child(3){max-width:380px}
 td.score{position:relative;min-width:90px;white-space:nowrap}
@@ -360,6 +412,8 @@ figure{margin:6px 0;text-align:center}figure img{max-width:100%;height:auto}
 figcaption{font-size:12px;color:#5b6b7c}
 ul.compact{columns:2;font-size:12px;padding-left:18px}
 code{background:#eef2f6;padding:1px 4px;border-radius:3px}
+details{margin-top:4px;font-size:12px}details ol{margin:4px 0;padding-left:20px}
+tr.mean td{font-weight:600;border-top:2px solid #c9d2dc}
 footer{color:#8494a5;font-size:12px;margin-top:32px}
 """
 
@@ -402,12 +456,13 @@ def build_report(synthesizer, real=None, num_rows=None, real_name=None,
     if real is not None:
         from sdv_dpkme.evaluation.quality import quality_scores
 
+        real = _align_dtypes(real, synthetic)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             scores = quality_scores(real, synthetic, metadata)
         parts += [_quality(scores, sdtypes), _diagnostic(scores),
-                  _comparison_plots(scores, real, synthetic, sdtypes, formats, worst_columns,
-                                    worst_pairs)]
+                  _comparison_plots(scores, real, synthetic, sdtypes, formats, domains,
+                                    worst_columns, worst_pairs)]
         nav += [('quality', 'Quality'), ('diagnostic', 'Diagnostic'),
                 ('comparison-plots', 'Worst columns and pairs')]
         if synthesizer.target_column is not None:
@@ -419,7 +474,7 @@ def build_report(synthesizer, real=None, num_rows=None, real_name=None,
         parts.append(training)
         nav.append(('training', 'Training loss'))
     if real is None:
-        parts += [_overview(synthetic, sdtypes, formats, modelled), _without_real()]
+        parts += [_overview(synthetic, sdtypes, formats, modelled, domains), _without_real()]
         nav += [('synthetic-overview', 'Synthetic columns'),
                 ('without-real-data', 'What this report leaves out')]
 

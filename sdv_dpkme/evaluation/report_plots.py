@@ -72,11 +72,16 @@ def _date_axis(axis, sdtype):
         axis.set_major_formatter(ConciseDateFormatter(locator))
 
 
-def _frequencies(series_list, top=TOP_CATEGORIES):
-    """Shares of the most common categories over the given series (same order for each)."""
+def _frequencies(series_list, top=TOP_CATEGORIES, categories=None):
+    """Shares of the most common categories over the given series (same order for each); the
+    public ``categories`` are all listed, at 0 when no row holds them."""
     counts = [pd.Series(s).astype(object).where(pd.Series(s).notna(), 'missing')
               .map(str).value_counts(normalize=True) for s in series_list]
     combined = pd.concat(counts, axis=1).fillna(0.0)
+    if categories:
+        extra = [str(c) for c in categories if str(c) not in combined.index]
+        combined = pd.concat([combined, pd.DataFrame(0.0, index=extra,
+                                                     columns=combined.columns)])
     combined = combined.loc[combined.sum(axis=1).sort_values(ascending=False).index]
     if len(combined) > top:
         other = combined.iloc[top:].sum(axis=0)
@@ -85,8 +90,12 @@ def _frequencies(series_list, top=TOP_CATEGORIES):
     return combined
 
 
-def column_figure(column, sdtype, synthetic, real=None, datetime_format=None, title=None):
-    """A column's distribution: synthetic (blue), with real (grey) behind it when given."""
+def column_figure(column, sdtype, synthetic, real=None, datetime_format=None, title=None,
+                  bounds=None, categories=None):
+    """A column's distribution: synthetic (blue), with real (grey) behind it when given.
+
+    ``bounds`` (public low, high; datetimes in ns) fix a numeric axis, ``categories`` (public)
+    are all listed on a categorical one."""
     figure = _figure(5.2, 3.2)
     axes = figure.add_subplot(1, 1, 1)
     series = [('real', real, REAL_COLOUR)] if real is not None else []
@@ -95,6 +104,9 @@ def column_figure(column, sdtype, synthetic, real=None, datetime_format=None, ti
         values = [(label, _numbers(s, sdtype, datetime_format), colour)
                   for label, s, colour in series]
         everything = np.concatenate([v for _, v, _ in values]) if values else np.array([])
+        if bounds is not None and None not in bounds:
+            scale = 1e-9 / 86400.0 if sdtype == 'datetime' else 1.0
+            everything = np.array([bounds[0] * scale, bounds[1] * scale])
         if len(everything):
             low, high = np.min(everything), np.max(everything)
             bins = np.linspace(low, high if high > low else low + 1, 31)
@@ -103,9 +115,13 @@ def column_figure(column, sdtype, synthetic, real=None, datetime_format=None, ti
                     axes.hist(data, bins=bins, density=True, alpha=0.55, color=colour,
                               label=f'{label} ({len(data):,})')
         _date_axis(axes.xaxis, sdtype)
+        if sdtype == 'numerical' and len(everything) and np.max(np.abs(everything)) >= 1e5:
+            from matplotlib.ticker import EngFormatter
+
+            axes.xaxis.set_major_formatter(EngFormatter())
         axes.set_ylabel('density')
     else:
-        shares = _frequencies([s for _, s, _ in series])
+        shares = _frequencies([s for _, s, _ in series], categories=categories)
         positions = np.arange(len(shares))
         height = 0.8 / len(series)
         for i, (label, _, colour) in enumerate(series):
@@ -162,7 +178,7 @@ def pair_figure(columns, sdtypes, real, synthetic, datetime_formats=None, seed=0
                       for c in order]
             shown = [g if len(g) else np.array([np.nan]) for g in groups]
             box = axes.boxplot(shown, vert=False, patch_artist=True, widths=0.6,
-                               showfliers=False)
+                               showfliers=False, medianprops={'color': '#1d2733'})
             for patch in box['boxes']:
                 patch.set_facecolor(colour)
                 patch.set_alpha(0.6)
