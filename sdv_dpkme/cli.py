@@ -282,11 +282,13 @@ def fit(args):
 
 def sample(args):
     """Sample rows from a synthesizer file into a CSV or Parquet file."""
-    from sdv_dpkme.fileio import TABLE_EXTENSIONS, write_table
+    from sdv_dpkme.fileio import TABLE_EXTENSIONS, parquet_missing, table_format, write_table
 
     _input_file(args.synthesizer, 'Synthesizer file')
     out = _output_file(args.out, 'Output file', list(TABLE_EXTENSIONS),
                        inputs=[args.synthesizer])
+    if table_format(out) == 'parquet' and parquet_missing():
+        raise UsageError(parquet_missing())
     synthesizer = _load_synthesizer(args.synthesizer)
     try:
         synthetic = _sample(synthesizer, args.rows)

@@ -24,19 +24,12 @@ def table_format(path):
     return TABLE_EXTENSIONS.get(Path(path).suffix.lower())
 
 
-def _string_columns(columns, domains):
+def _string_columns(columns):
     """Columns read as text. Pandas would otherwise guess each column's type from its values, so
-    one row could turn a category '007' into the number 7, or an id into a float."""
-    text = []
-    for name, spec in columns.items():
-        sdtype = spec.get('sdtype')
-        if sdtype in ('numerical', 'boolean'):
-            continue
-        domain = domains.get(name)
-        if sdtype in ('categorical', 'ordinal') and domain is not None and _typed(domain):
-            continue  # declared as numbers: converted from text below, by the declaration
-        text.append(name)
-    return text
+    one row could turn a category '007' into the number 7, or an id into a float. (Categories
+    declared as numbers are converted from the text afterwards, by the declaration.)"""
+    return [name for name, spec in columns.items()
+            if spec.get('sdtype') not in ('numerical', 'boolean')]
 
 
 def _typed(domain):
@@ -83,12 +76,12 @@ def read_table(path, metadata_columns, domains=None, na_values=('',)):
             data = pd.read_parquet(path)
         except ImportError as err:
             raise TableError(
-                f'Reading Parquet needs pyarrow: pip install pyarrow ({err}).'
+                f"Reading Parquet needs pyarrow: pip install 'sdv-dpkme[parquet]' ({err})."
             ) from None
         except Exception as err:  # noqa: BLE001 - any reader failure is a bad input file
             raise TableError(f"Cannot read '{path}' as Parquet: {err}") from None
     elif fmt == 'csv':
-        text = _string_columns(columns, domains)
+        text = _string_columns(columns)
         numbers = [c for c, s in columns.items() if s.get('sdtype') == 'numerical']
         dtype = {**{c: str for c in text}, **{c: str for c in numbers}}
         try:
@@ -134,6 +127,15 @@ def _to_declared(series, categories):
     go to the out-of-domain bucket)."""
     lookup = {str(c): c for c in categories if c is not None}
     return series.map(lambda v: lookup.get(str(v).strip(), v) if isinstance(v, str) else v)
+
+
+def parquet_missing():
+    """A message when no Parquet engine is installed, else None."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) for m in ('pyarrow', 'fastparquet')):
+        return None
+    return "Parquet needs pyarrow: pip install 'sdv-dpkme[parquet]'."
 
 
 def write_table(data, path):
