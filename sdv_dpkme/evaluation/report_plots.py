@@ -31,14 +31,13 @@ def _figure(width, height):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), dpi=100)
+    figure = Figure(figsize=(width, height), dpi=100, layout='constrained')
     FigureCanvasAgg(figure)
     return figure
 
 
 def to_png(figure):
     buffer = io.BytesIO()
-    figure.tight_layout()
     figure.savefig(buffer, format='png')
     return buffer.getvalue()
 
@@ -78,8 +77,8 @@ def _frequencies(series_list, top=TOP_CATEGORIES, categories=None):
     counts = [pd.Series(s).astype(object).where(pd.Series(s).notna(), 'missing')
               .map(str).value_counts(normalize=True) for s in series_list]
     combined = pd.concat(counts, axis=1).fillna(0.0)
-    if categories:
-        extra = [str(c) for c in categories if str(c) not in combined.index]
+    extra = [str(c) for c in categories or () if str(c) not in combined.index]
+    if extra and len(combined) + len(extra) <= top:  # room to show the never-seen ones
         combined = pd.concat([combined, pd.DataFrame(0.0, index=extra,
                                                      columns=combined.columns)])
     combined = combined.loc[combined.sum(axis=1).sort_values(ascending=False).index]
@@ -230,7 +229,12 @@ def loss_figure(loss_values):
     columns = [c for c in loss_values.columns if c != 'Step']
     main = 'Loss' if 'Loss' in columns else columns[-1]
     values = pd.to_numeric(loss_values[main], errors='coerce')
-    axes.plot(steps, values, color=SYNTHETIC_COLOUR, linewidth=1.2)
+    window = max(1, len(values) // 25)
+    axes.plot(steps, values, color=SYNTHETIC_COLOUR, linewidth=0.6, alpha=0.35, label='per step')
+    if window > 1:  # steps cycle through terms (e.g. product kernels): show the trend too
+        axes.plot(steps, values.rolling(window, min_periods=1).mean(), color=SYNTHETIC_COLOUR,
+                  linewidth=1.8, label=f'mean of {window} steps')
+        axes.legend(fontsize=8, frameon=False)
     if (values.dropna() > 0).all() and len(values.dropna()):
         axes.set_yscale('log')
     axes.set_xlabel('training step')
