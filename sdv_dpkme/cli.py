@@ -269,7 +269,11 @@ def fit(args):
     try:
         synthesizer.fit({table: data})
     except (SynthesizerInputError, ValueError) as err:
-        raise CommandError(f'The fit failed: {err}') from None
+        hint = ''
+        if 'domain_template' in str(err):  # the library's advice, in command-line terms
+            hint = (f'\nOn the command line: sdv-dpkme domain-template {args.metadata} --out '
+                    'domain.json, fill it in, then fit with --domain domain.json.')
+        raise CommandError(f'The fit failed: {err}{hint}') from None
     seconds = time.perf_counter() - started
     report = synthesizer.get_privacy_report()
     with atomic_paths([out, report_path]) as (synth_tmp, report_tmp):
