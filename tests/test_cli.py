@@ -272,3 +272,17 @@ def test_issue20_domain_template_says_it_reads_no_rows(inputs, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)['table_name'] == 'adult'
     assert 'no rows read' in captured.err
+
+
+def test_issue20_a_fit_that_fails_exits_1_and_points_at_the_template_command(inputs, capsys):
+    """60 rows are too few to discover any domain: the fit stops before spending anything."""
+    folder = inputs['folder']
+    before = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(SystemExit) as exit_info:
+        main(['fit', str(inputs['train']), '-m', str(inputs['metadata']), '--epsilon', '1', '-q',
+              '-o', str(folder / 'out.pkl')])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert 'too few to discover' in err and 'Nothing was spent' in err
+    assert f"sdv-dpkme domain-template {inputs['metadata']} --out domain.json" in err
+    assert sorted(p.name for p in folder.iterdir()) == before
