@@ -20,10 +20,10 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 SYNTHESIZERS = {'dphp': 'DPHPSynthesizer', 'dpmerf': 'DPMERFSynthesizer',
-                'dpkip': 'DPKIPSynthesizer'}
+                'dpkip': 'DPKIPSynthesizer', 'reweighting': 'DPReweightingSynthesizer'}
 # constructor arguments that have their own option, or that the command line does not offer
 _OWN_OPTIONS = {'metadata', 'epsilon', 'delta', 'target_column', 'random_state', 'domain',
-                'domain_budget_share', 'metadata_is_public', 'verbose'}
+                'domain_budget_share', 'metadata_is_public', 'verbose', 'public_data'}
 _REFUSED = {'noise_seed': 'it fixes the privacy noise, which voids the guarantee (tests only)',
             'known_min_max_values': 'declare bounds in the --domain file',
             'known_categories': 'declare categories in the --domain file',
@@ -246,6 +246,12 @@ def fit(args):
                                'Privacy report file', ['.json'],
                                inputs=[data_path, args.metadata, args.domain, out])
     params = _parameters(args.param, cls)
+    public_path = None
+    if args.public_data:
+        if args.synthesizer != 'reweighting':
+            raise UsageError('--public-data is only for --synthesizer reweighting (it reweights '
+                             'public rows).')
+        public_path = _table_file(args.public_data, 'Public table file')
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', FutureWarning)
@@ -257,6 +263,12 @@ def fit(args):
             )
     except (SynthesizerInputError, ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
+    if public_path is not None:
+        synthesizer.public_data = _read_table(public_path, synthesizer, args.na_value or [''])
+        try:
+            synthesizer._public_table()  # columns and values inside the declared domain
+        except SynthesizerInputError as err:
+            raise UsageError(f"Public table '{public_path}': {err}") from None
     data = _read_table(data_path, synthesizer, args.na_value or [''])
     try:
         synthesizer.validate({table: data})
@@ -442,6 +454,8 @@ def build_parser():
     f.add_argument('--target', default=None, help='categorical target column (required by '
                                                   'dpkip)')
     f.add_argument('--table', default=None, help='table name, if the metadata has several')
+    f.add_argument('--public-data', default=None,
+                   help='reweighting only: a table of PUBLIC rows (same columns) to reweight')
     f.add_argument('--seed', type=int, default=None,
                    help='model seed for reproducible training (never the privacy noise)')
     f.add_argument('--discovery-share', type=_share, default=0.1,

@@ -229,6 +229,13 @@ BAD = {
     'report unknown classifier': (['report', '{folder}/garbage.pkl', '--classifiers', 'SVM',
                                    '-o', '{folder}/r.html'], "Unknown classifiers ['SVM']"),
     'template bad metadata': (['domain-template', '{folder}/bad.json'], 'is not valid JSON'),
+    'public data without reweighting': (FIT + ['--public-data', '{train}'],
+                                        'only for --synthesizer reweighting'),
+    'public data lacks a column': (FIT + ['-s', 'reweighting', '--public-data',
+                                          '{folder}/no_race.csv'],
+                                   "lacks the metadata's columns ['race']"),
+    'missing public data file': (FIT + ['-s', 'reweighting', '--public-data', '{folder}/no.csv'],
+                                 'does not exist'),
 }
 
 
@@ -286,3 +293,22 @@ def test_issue20_a_fit_that_fails_exits_1_and_points_at_the_template_command(inp
     assert 'too few to discover' in err and 'Nothing was spent' in err
     assert f"sdv-dpkme domain-template {inputs['metadata']} --out domain.json" in err
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_issue18_reweighting_fits_from_the_command_line_with_a_public_table(inputs, capsys):
+    """--public-data: the rows of another file are reweighted; samples are those rows."""
+    folder = inputs['folder']
+    public = pd.read_csv(inputs['train']).iloc[:30]
+    public.to_csv(folder / 'public.csv', index=False)
+    names = {k: str(v) for k, v in inputs.items()}
+    out = folder / 'rw.pkl'
+    main([a.format(**names) for a in FIT[:-1]] + [str(out), '-s', 'reweighting',
+                                                     '--public-data', str(folder / 'public.csv')])
+    report = json.loads(out.with_suffix('.privacy.json').read_text())
+    assert [r['name'] for r in report['releases']] == ['public_basis_embedding']
+    main(['sample', str(out), '-n', '40', '-o', str(folder / 'rw.csv')])
+    rows = pd.read_csv(folder / 'rw.csv')
+    key = ['workclass', 'education', 'occupation', 'native-country']
+    assert set(map(tuple, rows[key].to_numpy())) <= set(map(tuple, public[key].to_numpy()))
+    for name in ('rw.pkl', 'rw.privacy.json', 'rw.csv', 'public.csv'):
+        (folder / name).unlink()

@@ -68,6 +68,20 @@ class GaussianProductKernel:
         sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
         return torch.exp(-0.5 * sq.clamp(min=0.0))
 
+    def row_sums(self, a, b, chunk_rows=1024):
+        """sum_j k(a_i, b_j) for every row of ``a``, in place chunk by chunk (evaluation of
+        large sums: a few times faster than summing ``self(a, b)``)."""
+        a = (torch.as_tensor(np.asarray(a, dtype=float)) * self.scales).clamp(-FAR, FAR)
+        b = (torch.as_tensor(np.asarray(b, dtype=float)) * self.scales).clamp(-FAR, FAR)
+        sq_b = (b * b).sum(1)
+        out = torch.empty(len(a), dtype=torch.float64)
+        for s in range(0, len(a), chunk_rows):
+            part = a[s:s + chunk_rows]
+            gram = part @ b.T
+            gram.mul_(2).sub_((part * part).sum(1)[:, None]).sub_(sq_b[None, :])
+            out[s:s + chunk_rows] = gram.clamp_(max=0.0).mul_(0.5).exp_().sum(1)
+        return out
+
     def describe(self):
         return f'product of per-column Gaussian kernels ({len(self.scales)} encoded columns)'
 
@@ -460,11 +474,7 @@ def rkhs_distance(kernel, points, weights, x, mean_kxx=None, chunk_rows=2048):
     z = torch.as_tensor(np.asarray(points, dtype=float))
     w = torch.as_tensor(np.asarray(weights, dtype=float))
     x = np.asarray(x, dtype=float)
-    n = len(x)
-    kbar = torch.zeros(len(z), dtype=torch.float64)
-    for s in range(0, n, chunk_rows):
-        kbar += kernel(z, x[s:s + chunk_rows]).sum(1)
-    kbar /= n
+    kbar = kernel.row_sums(z, x, chunk_rows) / len(x)
     if mean_kxx is None:
         mean_kxx = mean_kernel(kernel, x, chunk_rows)
     sq = float(w @ kernel(z, z) @ w - 2 * w @ kbar + mean_kxx)
@@ -474,7 +484,4 @@ def rkhs_distance(kernel, points, weights, x, mean_kxx=None, chunk_rows=2048):
 def mean_kernel(kernel, x, chunk_rows=2048):
     """(1/N^2) sum_{n, n'} k(x_n, x_n'), chunked."""
     x = np.asarray(x, dtype=float)
-    total = 0.0
-    for s in range(0, len(x), chunk_rows):
-        total += float(kernel(x[s:s + chunk_rows], x).sum())
-    return total / len(x) ** 2
+    return float(kernel.row_sums(x, x, chunk_rows).sum()) / len(x) ** 2

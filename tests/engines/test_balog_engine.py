@@ -225,3 +225,11 @@ def test_reduced_set_fits_the_embedding_from_public_noise():
     fitted = rw.rkhs_distance(k, z, probabilities.numpy(), x)
     blind = rw.rkhs_distance(k, unit_rows(60, 15, buckets=3), np.full(60, 1 / 60), x)
     assert fitted < 0.5 * blind, (fitted, blind)
+
+
+def test_row_sums_match_the_kernel_matrix_also_for_extreme_rows():
+    k = kernel()
+    a = np.vstack([unit_rows(30, 20), extreme_rows()])
+    b = unit_rows(50, 21)
+    assert torch.allclose(k.row_sums(a, b, chunk_rows=7), k(a, b).sum(1), atol=1e-12)
+    assert rw.mean_kernel(k, b, 9) == pytest.approx(float(k(b, b).mean()), rel=1e-12)
