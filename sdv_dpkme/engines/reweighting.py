@@ -162,8 +162,8 @@ def mean_features(feature_map, x, chunk_rows=4096, verbose=False, desc='Embeddin
         raise EngineInputError('cannot embed an empty table')
     total = torch.zeros(feature_map.dim, dtype=torch.float64)
     for start in tqdm(range(0, n, chunk_rows), desc=desc, disable=not verbose, leave=False):
-        rows = np.asarray(x[start:start + chunk_rows], dtype=float)
-        if np.isnan(rows).any():
+        rows = torch.as_tensor(np.asarray(x[start:start + chunk_rows], dtype=float))
+        if rows.isnan().any():
             raise EngineInputError('the rows to embed hold NaN')
         phi = feature_map(rows).double()
         norms = phi.norm(dim=1, keepdim=True).clamp(min=1.0)
@@ -173,7 +173,8 @@ def mean_features(feature_map, x, chunk_rows=4096, verbose=False, desc='Embeddin
 
 def features_of(feature_map, rows, chunk_rows=4096):
     """phi of every row (public rows only), (M, dim)."""
-    return torch.cat([feature_map(np.asarray(rows[s:s + chunk_rows])).double()
+    rows = torch.as_tensor(np.asarray(rows, dtype=float))
+    return torch.cat([feature_map(rows[s:s + chunk_rows]).double()
                       for s in range(0, len(rows), chunk_rows)])
 
 
