@@ -57,7 +57,9 @@ from sdv_dpkme.synthesizers.public_state import (
     safe_generator,
     warn_undeclared_types,
 )
+from sdv_dpkme.scale.fit import fit_distributed
 from sdv_dpkme.scale.rows import FrameRows
+from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
 # derived column is ever modelled without a public domain.
@@ -439,6 +441,14 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         return errors
 
     # ------------------------------------------------------------------------- fit
+    def fit(self, data):
+        """SDV's fit; a Dask or Spark DataFrame goes to ``sdv_dpkme.fit_distributed``."""
+        table = next(iter(data.values())) if isinstance(data, dict) and len(data) == 1 else data
+        if is_dask_frame(table) or is_spark_frame(table):
+            fit_distributed(self, table)
+            return
+        super().fit(data)
+
     def _layout(self, processed):
         """Blocks of the encoded table, from the fitted transformers (public facts only)."""
         index = {c: i for i, c in enumerate(processed.columns)}
