@@ -16,7 +16,7 @@ import datetime
 from sdv import version
 from sdv.errors import SynthesizerInputError
 
-from sdv_dpkme.scale.rows import PartitionEncoder, repeat_notes
+from sdv_dpkme.synthesizers.rows import PartitionEncoder, repeat_notes
 from sdv_dpkme.scale.sources import SourceError, open_source
 
 #: rows the driver reads to run SDV's table checks and give the processor its columns

@@ -57,8 +57,7 @@ from sdv_dpkme.synthesizers.public_state import (
     safe_generator,
     warn_undeclared_types,
 )
-from sdv_dpkme.scale.fit import fit_distributed
-from sdv_dpkme.scale.rows import FrameRows
+from sdv_dpkme.synthesizers.rows import FrameRows
 from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
@@ -445,6 +444,8 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         """SDV's fit; a Dask or Spark DataFrame goes to ``sdv_dpkme.fit_distributed``."""
         table = next(iter(data.values())) if isinstance(data, dict) and len(data) == 1 else data
         if is_dask_frame(table) or is_spark_frame(table):
+            from sdv_dpkme.scale.fit import fit_distributed  # the scale package imports this one
+
             fit_distributed(self, table)
             return
         super().fit(data)
