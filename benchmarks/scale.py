@@ -13,6 +13,11 @@ Every run (path x method x size) is a fresh process: peak memory is that run's a
   500 steps take 500 / steps times as long); the rest of the fit (processor, releases);
 - peak RSS of the driver (VmHWM) and, for Spark, the peak summed RSS of the JVM and its Python
   workers (polled every 0.2 s);
+- torch threads: ``--torch-threads`` (default 1) sets OMP_NUM_THREADS for every run, so each
+  engine parallelises over partitions its own way (Dask: 2 threads, Spark: 2 worker processes)
+  and Parquet / pandas run the pass on one core. With torch's default (2 OpenMP threads per op)
+  the small feature chunks of the pass (80 rows with Adult's 49,422 pairwise features) ran about
+  10x slower on this shared, loaded machine (a 20,000-row Parquet pass: 14.9 s against 1.4 s);
 - the physical limit of the pass: the matmul FLOPs per row of every feature map (counted by the
   torch profiler on 2,048 encoded rows; elementwise feature work not counted) against the rate
   of a dense float64 matmul measured on the same cores; and each map's own time per row.
@@ -56,7 +61,7 @@ def make_base(rows, seed=0):
         old.unlink()
     data, metadata, domain = load_adult_sample()
     synth = DPHPSynthesizer(metadata, epsilon=1.0, domain=domain, target_column=TARGET,
-                            random_state=seed, steps=200, verbose=False)
+                            random_state=seed, steps=100, verbose=False)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({TABLE: data})
@@ -338,6 +343,8 @@ def main():
     parser.add_argument('--pandas-max-rows', type=int, default=1_000_000,
                         help='in-memory fits above this size are not run')
     parser.add_argument('--timeout', type=int, default=1200, help='seconds per run')
+    parser.add_argument('--torch-threads', type=int, default=1,
+                        help='OMP_NUM_THREADS of every run (driver and Spark workers); 0 = unset')
     parser.add_argument('--note', default='')
     parser.add_argument('--fresh', action='store_true', help='forget earlier records')
     parser.add_argument('--run', help=argparse.SUPPRESS)
@@ -361,8 +368,12 @@ def main():
                             steps=args.steps, spark_partitions=args.spark_partition_bytes)
                 print(f'{method} {path} {size:,} rows ...', flush=True)
                 try:
+                    env = dict(os.environ)
+                    if args.torch_threads:
+                        env['OMP_NUM_THREADS'] = str(args.torch_threads)
                     out = subprocess.run([sys.executable, __file__, '--run', json.dumps(spec)],
-                                         capture_output=True, text=True, timeout=args.timeout)
+                                         capture_output=True, text=True, timeout=args.timeout,
+                                         env=env)
                     record = json.loads(out.stdout.strip().splitlines()[-1])
                 except subprocess.TimeoutExpired:
                     record = dict(path=path, method=method, rows=size,

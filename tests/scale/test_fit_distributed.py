@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 from sdv.errors import SynthesizerInputError
+from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer, DPMERFSynthesizer, fit_distributed
 from sdv_dpkme.privacy.mechanisms import GaussianMechanism
@@ -79,6 +80,20 @@ def test_parquet_and_dask_release_what_pandas_releases(cls, tmp_path, released):
     for data in (_parquet(table, tmp_path), tmp_path, dd.from_pandas(table, npartitions=4)):
         released.clear()
         _assert_same_fit(reference, _fit(_synth(cls), data), expected, released)
+
+
+def test_a_distributed_fit_saves_loads_and_samples_like_an_in_memory_one(tmp_path, capsys):
+    table = make_table(300)
+    reference = _fit(_synth(), table)
+    synth = _synth(verbose=True)  # with the progress bar over partitions
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': dd.from_pandas(table, npartitions=3)})  # SDV's entry point
+        synth.save(tmp_path / 'synth.pkl')
+        loaded = load_synthesizer(str(tmp_path / 'synth.pkl'))
+    assert 'partitions' in capsys.readouterr().err
+    assert loaded.get_info()['is_fit']
+    pd.testing.assert_frame_equal(loaded.sample(40)['t'], reference.sample(40)['t'])
 
 
 def test_spark_releases_what_pandas_releases_even_when_a_task_is_retried(spark, tmp_path,
