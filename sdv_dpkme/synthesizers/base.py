@@ -49,6 +49,7 @@ from sdv_dpkme.domain.transformers import (
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
+from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
     fit_constraints_publicly,
@@ -58,7 +59,6 @@ from sdv_dpkme.synthesizers.public_state import (
     warn_undeclared_types,
 )
 from sdv_dpkme.synthesizers.rows import FrameRows
-from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
 # derived column is ever modelled without a public domain.

@@ -9,7 +9,6 @@
 
 import warnings
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from sdv_dpkme.engines.accumulate import ClassSums, chunk_rows, class_sums
