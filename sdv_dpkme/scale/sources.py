@@ -110,6 +110,7 @@ class ParquetSource:
         raise SourceError('The Parquet files hold no rows.')
 
     def accumulate(self, encoder, verbose=False):
+        encoder.record_warnings = True  # one batch at a time: repeat each warning once
         groups = [(p, g) for p in self.files for g in range(self._file(p).num_row_groups)]
         total = None
         current, reader = None, None
@@ -150,6 +151,8 @@ class DaskSource:
     def accumulate(self, encoder, verbose=False):
         import dask
 
+        # encoders run in threads here: their warnings are shown as they come, not recorded
+        encoder.record_warnings = False
         encode = dask.delayed(encoder, pure=True)  # one copy of the public encoder in the graph
         tag = f'sdv-dpkme-partial-{uuid.uuid4().hex}'
         level = [encode(part, dask_key_name=(tag, i))
@@ -208,6 +211,8 @@ class SparkSource:
         return self.frame.limit(rows).toPandas()
 
     def accumulate(self, encoder, verbose=False):
+        encoder.record_warnings = True  # the workers' warnings come back with their sums
+
         def partial_sums(batches):
             total = None
             for frame in batches:  # Arrow batches of one partition

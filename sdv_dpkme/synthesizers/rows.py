@@ -80,9 +80,13 @@ class PartitionEncoder:
     """Raw rows (a pandas chunk of the private table) -> their ``ClassSums``.
 
     Applies the same public transformers, the same unit-box check and clipping and the same
-    feature maps as an in-memory fit; the same bad values raise the same errors. Warnings are
-    returned in ``ClassSums.notes`` (a worker's own warnings would not reach the user).
+    feature maps as an in-memory fit; the same bad values raise the same errors. With
+    ``record_warnings`` the warnings are returned in ``ClassSums.notes`` instead of shown (a
+    worker process's warnings would not reach the user); sources that run encoders in threads
+    (Dask) leave it off, since recording swaps the process-wide warning state.
     """
+
+    record_warnings = False
 
     def __init__(self, processor, columns, encoded_columns, target, feature_maps, n_classes):
         self.processor = processor
@@ -100,13 +104,19 @@ class PartitionEncoder:
         missing = self.missing_columns(frame.columns)
         if missing:
             raise ValueError(f'The rows lack the column(s) {missing} of the metadata.')
-        total = ClassSums.zeros(self.n_classes, self.feature_maps)
+        if not self.record_warnings:
+            return self._encode(frame)
         with _Notes() as notes:
-            for start in range(0, len(frame), self.block):
-                raw = frame.iloc[start : start + self.block][self.columns]
-                encoded = self.processor.transform(raw)[self.encoded_columns]
-                x = unit_box(encoded)
-                class_sums(x, labels_of(x, self.target), self.n_classes, self.feature_maps,
-                           into=total)
+            total = self._encode(frame)
         total.notes = notes.messages
+        return total
+
+    def _encode(self, frame):
+        total = ClassSums.zeros(self.n_classes, self.feature_maps)
+        for start in range(0, len(frame), self.block):
+            raw = frame.iloc[start : start + self.block][self.columns]
+            encoded = self.processor.transform(raw)[self.encoded_columns]
+            x = unit_box(encoded)
+            class_sums(x, labels_of(x, self.target), self.n_classes, self.feature_maps,
+                       into=total)
         return total

@@ -113,7 +113,7 @@ def test_spark_releases_what_pandas_releases_even_when_a_task_is_retried(spark, 
     frame = spark.createDataFrame(table).repartition(3)
     flaky = frame.mapInPandas(fail_once, schema=frame.schema)
     released.clear()
-    synth = _synth()
+    synth = _synth(verbose=True)  # with the progress bar polled from Spark's status tracker
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': flaky})  # SDV's entry point takes the Spark frame
@@ -129,13 +129,14 @@ def test_out_of_range_values_in_one_partition_are_clipped_as_in_pandas(tmp_path,
     with pytest.warns(UserWarning, match=clipped):
         _synth().fit({'t': table})
     expected = list(released)
-    released.clear()
-    with pytest.warns(UserWarning, match=clipped):  # the worker's warning, repeated once
-        fit_distributed(_synth(), _parquet(table, tmp_path, cuts=(100,)))
-    # the same clipped statistic: the releases of the in-memory fit of the same rows
-    assert [name for name, _ in released] == [name for name, _ in expected]
-    for (name, a), (_, b) in zip(expected, released):
-        torch.testing.assert_close(b, a, rtol=1e-9, atol=1e-12, msg=name)
+    for data in (_parquet(table, tmp_path, cuts=(100,)), dd.from_pandas(table, npartitions=3)):
+        released.clear()
+        with pytest.warns(UserWarning, match=clipped):
+            fit_distributed(_synth(), data)
+        # the same clipped statistic: the releases of the in-memory fit of the same rows
+        assert [name for name, _ in released] == [name for name, _ in expected]
+        for (name, a), (_, b) in zip(expected, released):
+            torch.testing.assert_close(b, a, rtol=1e-9, atol=1e-12, msg=name)
     # and not those of the rows without the bad values
     released.clear()
     _fit(_synth(), make_table(300))
