@@ -346,6 +346,9 @@ def main():
     parser.add_argument('--torch-threads', type=int, default=1,
                         help='OMP_NUM_THREADS of every run (driver and Spark workers); 0 = unset')
     parser.add_argument('--note', default='')
+    parser.add_argument('--note-file', help='a Markdown file whose text goes under the title')
+    parser.add_argument('--report-only', action='store_true',
+                        help='rewrite results/scale.md from results/scale.json, run nothing')
     parser.add_argument('--fresh', action='store_true', help='forget earlier records')
     parser.add_argument('--run', help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -357,6 +360,10 @@ def main():
     store = RESULTS / 'scale.json'
     saved = {} if args.fresh or not store.exists() else json.loads(store.read_text())
     records = saved.get('records', [])
+    note = Path(args.note_file).read_text() if args.note_file else args.note
+    if args.report_only:
+        write_report(records, saved['profiles'], saved['gemm_flops'], note)
+        return
     print('sampling the base table ...', flush=True)
     make_base(args.base_rows)
     for size in map(int, args.sizes.split(',')):
@@ -390,7 +397,7 @@ def main():
         saved['profiles'] = [flop_profile(m) for m in METHODS]
         saved['gemm_flops'] = gemm_rate()
         store.write_text(json.dumps(saved, indent=1))
-    write_report(records, saved['profiles'], saved['gemm_flops'], args.note)
+    write_report(records, saved['profiles'], saved['gemm_flops'], note)
     print(f"wrote {RESULTS / 'scale.md'}")
 
 
