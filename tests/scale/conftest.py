@@ -22,7 +22,21 @@ def spark():
                .config('spark.sql.shuffle.partitions', '2')
                .config('spark.sql.session.timeZone', 'UTC')
                .config('spark.sql.execution.arrow.pyspark.enabled', 'true')
+               # one torch thread per worker: Spark parallelises over partitions
+               .config('spark.executorEnv.OMP_NUM_THREADS', '1')
                .getOrCreate())
     session.sparkContext.setLogLevel('ERROR')
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """The fits here run tiny chunks, which OpenMP threads only slow down on a busy machine
+    (10x measured; see docs/scale.md). Restored after each test."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
