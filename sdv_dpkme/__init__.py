@@ -10,7 +10,8 @@ from sdv_dpkme.synthesizers import (  # noqa: E402
     DPHPSynthesizer,
     DPKIPSynthesizer,
     DPMERFSynthesizer,
+    DPReweightingSynthesizer,
 )
 
 __all__ = ['CollapsedGeneratorWarning', 'DPHPSynthesizer', 'DPKIPSynthesizer', 'DPMERFSynthesizer',
-           'PrivacyReport', '__version__', 'fit_distributed']
+           'DPReweightingSynthesizer', 'PrivacyReport', '__version__', 'fit_distributed']

@@ -1,3 +1,5 @@
+import sys
+
 from sdv_dpkme.cli import main
 
-main()
+sys.exit(main())

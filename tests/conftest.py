@@ -3,7 +3,12 @@ import pandas as pd
 import pytest
 from sdv.metadata import Metadata
 
-from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer, DPMERFSynthesizer
+from sdv_dpkme import (
+    DPHPSynthesizer,
+    DPKIPSynthesizer,
+    DPMERFSynthesizer,
+    DPReweightingSynthesizer,
+)
 
 FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
             generator_dims=(32,), latent_dim=8, verbose=False)
@@ -13,6 +18,11 @@ FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_siz
 # DP-KIP: 15 DP-SGD steps on 3 support rows per class (q = 0.1: 24 expected rows of 240)
 FAST_KIP = dict(nullable_columns=['income'], target_column='label', support_per_class=3,
                 steps=15, sampling_rate=0.1, learning_rate=0.05, verbose=False)
+# Balog reweighting: Algorithm 2 (no public rows) by default, 64 random features, 30 points
+FAST_RW = dict(nullable_columns=['income'], n_features=64, n_points=30, steps=15, verbose=False)
+# A mode argument that test builders replace by public rows of their own test table (another
+# draw of it, so no private row is among them)
+PUBLIC_ROWS = '<public rows of the test table>'
 # Every synthesizer class, listed once: its fast settings, the release groups a fit with a target
 # must report, its modes (extra arguments that take another privacy path), the arguments that
 # give 3 and 40 training steps, and whether it is a kernel-mean-embedding method (the shared
@@ -32,6 +42,11 @@ SYNTHESIZERS = {
     ),
     DPKIPSynthesizer: dict(
         fast=FAST_KIP, groups={'kip_gradients'}, modes={'default': {}}, steps=15,
+        short={'steps': 3}, long={'steps': 40}, kme=False,
+    ),
+    DPReweightingSynthesizer: dict(
+        fast=FAST_RW, groups={'random_feature_embedding'},
+        modes={'synthetic': {}, 'public': {'public_data': PUBLIC_ROWS}}, steps=15,
         short={'steps': 3}, long={'steps': 40}, kme=False,
     ),
 }

@@ -5,6 +5,7 @@ from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer
 from sdv_dpkme.synthesizers.dpkip import DPKIPSynthesizer
 from sdv_dpkme.synthesizers.dpmerf import DPMERFSynthesizer
 from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
+from sdv_dpkme.synthesizers.reweighting import DPReweightingSynthesizer
 
 __all__ = ['BaseDPSynthesizer', 'BaseDPKMESynthesizer', 'DPHPSynthesizer', 'DPKIPSynthesizer',
-           'DPMERFSynthesizer']
+           'DPMERFSynthesizer', 'DPReweightingSynthesizer']

@@ -31,14 +31,16 @@ from sdv.metadata import Metadata
 
 import sdv_dpkme
 from sdv_dpkme.privacy import NotPrivateWarning
-from tests.conftest import SYNTHESIZERS
+from tests.conftest import PUBLIC_ROWS, SYNTHESIZERS
 from tests.privacy import attack
 from tests.privacy.graph import diff, flatten
 
 # The outputs of the mechanisms (and what is trained on them only): they may differ between
 # neighbours. Everything else in the fitted synthesizer must not.
 MECHANISM_OUTPUTS = ('._model.generator', '._model.class_weights', '._model.loss_values',
-                     '._model.rows')  # DP-KIP's support rows
+                     '._model.rows',  # DP-KIP's support rows, Balog's Algorithm 2 points
+                     '._model.weights', '._model.probabilities',  # Balog's weights
+                     '._model.labels')  # the labels of Algorithm 2's points
 # Set per instance whatever the data (a random id, the calendar day): not facts about the rows.
 PER_INSTANCE = ('._synthesizer_id', '._fitted_date', '._creation_date')
 # The generator's structure is public and compared; only its trained values are outputs.
@@ -56,9 +58,21 @@ def build(cls, mode, **kwargs):
     args.pop('nullable_columns', None)  # the attack table declares its own
     args.update(**spec['short'], **spec['modes'][mode])
     args.update(kwargs)
+    if isinstance(args.get('public_data'), str) and args['public_data'] == PUBLIC_ROWS:
+        args['public_data'] = public_rows()
     synth = cls(attack.metadata(), **args)
     synth.add_constraints(attack.constraints())
     return synth
+
+
+def public_rows():
+    """Another draw of the test table, without the rows that share a value with the canary
+    (a public row may hold any value; the canary must be found only if a private row leaks)."""
+    public = attack.table(seed=1)
+    shared = np.zeros(len(public), dtype=bool)
+    for column, value in CANARY.items():
+        shared |= (public[column] == value).to_numpy()
+    return public[~shared].reset_index(drop=True)
 
 
 def fit(synth, data):
@@ -94,11 +108,15 @@ def base_fit(cls, mode):
 
 
 def model_values(synth):
-    """The trained values of the fitted model (generator weights, or DP-KIP's support rows)."""
+    """The trained values of the fitted model (generator weights, DP-KIP's support rows, or
+    Balog's points and weights)."""
     model = synth._model
     if hasattr(model, 'generator'):
         return torch.cat([p.detach().flatten() for p in model.generator.parameters()])
-    return torch.as_tensor(model.rows).flatten()
+    values = [torch.as_tensor(model.rows, dtype=torch.float64).flatten()]
+    if hasattr(model, 'weights'):  # Balog: public rows with DP weights
+        values.append(torch.as_tensor(model.weights, dtype=torch.float64))
+    return torch.cat(values)
 
 
 def assert_within_sensitivity(first, second):

@@ -41,6 +41,12 @@ def _rare_yes(synth):
     model = synth._model
     if hasattr(model, 'class_weights'):
         model.class_weights = np.array([1 - 1e-9, 1e-9, 0.0])
+    elif hasattr(model, 'probabilities'):  # Balog: one 'yes' point with a tiny weight
+        yes = np.flatnonzero(model.labels == 1)[:1]
+        assert len(yes), "no point of class 'yes' to test with"
+        p = np.where(model.labels == 0, 1.0, 0.0)
+        p[yes] = 1e-9 * p.sum()
+        model.probabilities = p / p.sum()
     else:  # DP-KIP: one 'yes' support row among many 'no' rows
         yes = np.flatnonzero(model.labels == 1)
         keep = np.concatenate([np.flatnonzero(model.labels == 0).repeat(500), yes[:1]])

@@ -1,0 +1,234 @@
+"""Balog et al. (ICML 2018): a DP weighting of public rows, or of points found from a DP embedding.
+
+Release plan: one Gaussian release of the private mean embedding, sensitivity 2/n (replace-one,
+||phi|| <= 1), composed with domain discovery (if any) by the fit's one accountant.
+  - with ``public_data`` (Algorithm 1): the embedding projected on an orthonormal basis of the span
+    of the public rows' kernel functions; the weights of the public rows follow by
+    post-processing;
+  - without (Algorithm 2): random Fourier features, then a reduced set of weighted points.
+The engine is ``sdv_dpkme.engines.reweighting``.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+from sdv.errors import SynthesizerInputError
+
+from sdv_dpkme.engines import reweighting
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
+from sdv_dpkme.synthesizers.public_state import unit_box
+
+
+class DPReweightingSynthesizer(BaseDPSynthesizer):
+    """Differentially private reweighting of public rows (Balog et al., Algorithms 1 and 2).
+
+    Model args (besides those of the base class):
+        public_data: a DataFrame (or ``{table: DataFrame}``) of rows that are public: an earlier
+            published extract, a consented subset, open data from the same population. Same
+            columns as the metadata, values inside the public domain. The fit releases the
+            private table's kernel mean embedding in the span of these rows and turns it into
+            one weight per row. None: Algorithm 2 (no public rows).
+        length_scale: the kernel, a product over columns of Gaussian kernels on the [0, 1]
+            encoding, each of length ``length_scale * sqrt(number of columns)`` (a category
+            mismatch counts like a numeric value across its whole range).
+        max_basis_rows: at most this many public rows (a public random subset, model RNG) span
+            the basis: its eigendecomposition costs O(rows^3). Every public row still gets a
+            weight.
+        basis_tolerance: 'auto' keeps the basis directions whose eigenvalue share carries more
+            signal than the release's noise (lambda / rows > noise std^2, both public); a float
+            keeps eigenvalues above that fraction of the largest.
+        l1_bound: None, or C >= 1: the signed weights are projected into the L1 ball of radius C
+            (the paper's appendix; post-processing).
+        n_features, n_points, steps, learning_rate: Algorithm 2 only: random features released,
+            and the reduced set of points fitted to them.
+
+    Outputs: ``sample(n)`` resamples the public rows (or Algorithm 2's points) with replacement,
+    with the probability vector whose embedding is closest to the released one (weights >= 0
+    summing to 1). ``get_weights()`` gives the signed weights (Algorithm 1's w = A^T beta):
+    sum_m w_m f(z_m) estimates the private mean of f. ``weighted_public_data()`` gives the rows
+    with both columns.
+    """
+
+    def __init__(self, metadata, epsilon, delta=1e-5, public_data=None, known_min_max_values=None,
+                 known_categories=None, nullable_columns=None, metadata_is_public=False,
+                 target_column=None, length_scale=0.5, max_basis_rows=3000,
+                 basis_tolerance='auto', l1_bound=None, n_features=4000, n_points=1000,
+                 steps=300, learning_rate=0.05, locales=('en_US',), random_state=None,
+                 device='auto', verbose=True, noise_seed=None, domain=None,
+                 domain_budget_share=0.1):
+        self._init_model(locals())
+
+    # ------------------------------------------------------------------------ checks
+    def _check_parameters(self):
+        def positive(value, name, integer=False, low=0):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and value > low
+            if integer:
+                ok = ok and int(value) == value
+            if not ok:
+                kind = 'an integer' if integer else 'a number'
+                raise SynthesizerInputError(f'{name} must be {kind} > {low}, got {value!r}.')
+
+        positive(self.length_scale, 'length_scale')
+        positive(self.max_basis_rows, 'max_basis_rows', integer=True)
+        tolerance = self.basis_tolerance
+        if tolerance != 'auto' and not (isinstance(tolerance, (int, float))
+                                        and not isinstance(tolerance, bool)
+                                        and 0 <= tolerance < 1):
+            raise SynthesizerInputError(
+                f"basis_tolerance must be 'auto' or a number in [0, 1), got {tolerance!r}."
+            )
+        if self.l1_bound is not None:
+            positive(self.l1_bound, 'l1_bound (None, or a number >= 1)', low=0)
+            if self.l1_bound < 1:
+                raise SynthesizerInputError(
+                    f'l1_bound must be >= 1 (weights of a distribution already have L1 norm 1), '
+                    f'got {self.l1_bound!r}.'
+                )
+        positive(self.n_features, 'n_features', integer=True, low=1)
+        if self.n_features % 2:
+            raise SynthesizerInputError(
+                f'n_features must be even ([cos, sin] pairs), got {self.n_features!r}.'
+            )
+        positive(self.n_points, 'n_points', integer=True)
+        positive(self.steps, 'steps', integer=True)
+        positive(self.learning_rate, 'learning_rate')
+        if self.public_data is not None:
+            self._public_table(check_domains=False)
+
+    def _public_table(self, check_domains=True):
+        """``public_data`` as a frame of the metadata's columns, checked against the domains."""
+        public = self.public_data
+        if isinstance(public, dict):
+            if self._table_name not in public:
+                raise SynthesizerInputError(
+                    f"public_data is a dict without the table '{self._table_name}'."
+                )
+            public = public[self._table_name]
+        if not isinstance(public, pd.DataFrame):
+            raise SynthesizerInputError(
+                f'public_data must be a pandas DataFrame of public rows, got '
+                f'{type(public).__name__}.'
+            )
+        columns = list(self._original_metadata._convert_to_single_table().columns)
+        extra = [c for c in public.columns if c not in columns]
+        missing = [c for c in columns if c not in public.columns]
+        if extra or missing:
+            raise SynthesizerInputError(
+                'public_data must have the columns of the metadata: '
+                + (f'unknown {extra}' if extra else '')
+                + ('; ' if extra and missing else '')
+                + (f'missing {missing}' if missing else '') + '.'
+            )
+        if len(public) == 0:
+            raise SynthesizerInputError('public_data has no rows.')
+        if check_domains:
+            for column, domain in self._domains.items():
+                _check_public_column(public[column], domain)
+        return public[columns]
+
+    # --------------------------------------------------------------------------- fit
+    def _kernel(self, blocks, target, n_columns):
+        kernel_blocks = blocks + ([target] if target is not None else [])
+        return reweighting.GaussianProductKernel.for_blocks(
+            kernel_blocks, n_columns, float(self.length_scale))
+
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        self._check_parameters()  # attributes may have changed since construction
+        kernel = self._kernel(blocks, target, len(columns))
+        rng = self._torch_generator()
+        if self.public_data is None:
+            settings = reweighting.Algorithm2Settings(
+                int(self.n_features), int(self.n_points), int(self.steps),
+                float(self.learning_rate))
+            kernel_blocks = blocks + ([target] if target is not None else [])
+            z, signed, probabilities, history, notes = reweighting.fit_synthetic(
+                x, kernel_blocks, len(columns), kernel, ledger, settings, rng, self.verbose)
+            loss = pd.DataFrame({'Step': range(len(history)), 'Loss': history})
+            model = reweighting.ReweightedModel(z, columns, signed.numpy(), probabilities.numpy(),
+                                                target, loss, kernel)
+            return model, notes
+        public = self._public_table()
+        processed = self._data_processor.transform(public)
+        z = unit_box(processed[columns])
+        settings = reweighting.Algorithm1Settings(
+            int(self.max_basis_rows), self.basis_tolerance,
+            None if self.l1_bound is None else float(self.l1_bound))
+        signed, probabilities, _, notes = reweighting.fit_public(
+            x, z, kernel, ledger, settings, rng, self.verbose)
+        notes.append(f'public_data: {len(public)} rows, taken as public (never private rows).')
+        model = reweighting.ReweightedModel(z, columns, signed.numpy(), probabilities.numpy(),
+                                            target, kernel=kernel)
+        return model, notes
+
+    def _public_inputs(self):
+        inputs = super()._public_inputs()
+        if self.public_data is not None:
+            inputs.append('public_data (the rows that are reweighted)')
+        return inputs
+
+    # ------------------------------------------------------------------------ outputs
+    def _require_fit(self):
+        if not self._fitted or self._model is None:
+            raise SynthesizerInputError('Fit the synthesizer before asking for its weights.')
+
+    def get_weights(self):
+        """Signed weights, one per public row (index of ``public_data``) or Algorithm 2 point:
+        sum_m w_m f(z_m) estimates the private mean of f (divide by sum_m w_m for a mean whose
+        weights add up to 1)."""
+        self._require_fit()
+        index = self._public_table().index if self.public_data is not None else None
+        return pd.Series(self._model.weights, index=index, name='weight')
+
+    def weighted_public_data(self):
+        """The public rows (Algorithm 2: the fitted points, decoded) with two columns: 'weight'
+        (signed, see ``get_weights``) and 'sampling_probability' (>= 0, sums to 1; what
+        ``sample`` draws with)."""
+        self._require_fit()
+        if self.public_data is not None:
+            rows = self._public_table().copy()
+        else:
+            rows = self._data_processor.reverse_transform(
+                pd.DataFrame(self._model.rows, columns=self._model.columns))
+        weight, probability = _free_name(rows, 'weight'), _free_name(rows, 'sampling_probability')
+        rows[weight] = self._model.weights
+        rows[probability] = self._model.probabilities
+        return rows
+
+
+def _free_name(frame, name):
+    while name in frame.columns:
+        name = f'_{name}'
+    return name
+
+
+def _check_public_column(values, domain):
+    """Public rows must lie in the public domain (they are returned as they are)."""
+    column = domain.name
+    missing = values.isna()
+    if missing.any() and not domain.nullable:
+        raise SynthesizerInputError(
+            f"public_data has missing values in '{column}', which is not nullable in its "
+            f'public domain (declare it in nullable_columns, or drop those rows).'
+        )
+    present = values[~missing]
+    if domain.is_numeric:
+        if domain.sdtype == 'datetime':
+            return  # parsed by its transformer; out-of-range dates are clipped there
+        numbers = pd.to_numeric(present, errors='coerce')
+        bad = present[numbers.isna() | (numbers < domain.low) | (numbers > domain.high)]
+        where = f'its public bounds [{domain.low:g}, {domain.high:g}]'
+    else:
+        bad = present[~present.isin(domain.categories)]
+        where = f'its public categories {list(domain.categories)[:10]}'
+    if len(bad):
+        value = bad.iloc[0]
+        raise SynthesizerInputError(
+            f"public_data has {len(bad)} value(s) of '{column}' outside {where}, e.g. "
+            f'{getattr(value, "item", lambda: value)()!r}; public rows are sampled as they are, '
+            'so they must lie inside the declared domain. Fix or drop them, or widen the domain.'
+        )
+
+
+__all__ = ['DPReweightingSynthesizer']
