@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from sdv_dpkme.engines.embedding import class_mean_embeddings, class_proportions
+from sdv_dpkme.engines.accumulate import ArrayRows, as_rows
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.generator import (
     Objective,
@@ -83,34 +83,38 @@ def noisy_class_weights(counts_release, min_weight=1e-3):
     return w / w.sum()
 
 
-def release_class_weights(labels, target, ledger, noise_multiplier):
+def release_class_weights(stats, target, ledger, noise_multiplier):
     """Released class proportions -> (sampling weights, divisor of joint embeddings).
 
-    The last bucket (out-of-domain) is modelled but never sampled.
+    ``stats``: the ``ClassSums`` of the pass (its exact class counts and n). The last bucket
+    (out-of-domain) is modelled but never sampled.
     """
     if target is None:
         return np.ones(1), torch.ones(1, 1, dtype=torch.float64)
     n_classes = target.width
     released = ledger.mechanism.release(
-        class_proportions(labels, n_classes), name='class_proportions',
+        stats.proportions(), name='class_proportions',
         description=f"proportions of the {n_classes} buckets of '{target.name}'",
-        sensitivity=np.sqrt(2) / len(labels), noise_multiplier=noise_multiplier,
+        sensitivity=np.sqrt(2) / stats.n, noise_multiplier=noise_multiplier,
     )
     weights = np.append(noisy_class_weights(released.numpy()[:-1]), 0.0)
     divisor = torch.as_tensor(np.where(weights > 0, weights, 1.0))[:, None]
     return weights, divisor
 
 
-def release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger, verbose):
-    """One pass over the private rows, one Gaussian release per term -> objectives."""
+def one_pass(rows, n_classes, terms, verbose):
+    """Step 3: the partial sums of every term over the rows (an array or a row source: a
+    Parquet reader, a Dask or Spark DataFrame), merged; no noise yet."""
+    return as_rows(rows).accumulate([t.feature_map for t in terms], n_classes, verbose=verbose)
+
+
+def release_terms(stats, terms, sigmas, divisor, ledger):
+    """One Gaussian release per term of the merged pass ``stats`` -> objectives."""
     if not terms:
         return []
-    n = len(x)
-    embeddings = class_mean_embeddings(
-        x, labels, n_classes, [t.feature_map for t in terms], verbose=verbose
-    )
+    n = stats.n
     objectives = []
-    for term, embedding in zip(terms, embeddings):
+    for term, embedding in zip(terms, stats.means()):
         noisy = ledger.mechanism.release(
             embedding, name=term.group, description=term.feature_map.describe(),
             sensitivity=2 / n, noise_multiplier=sigmas[term.group],
@@ -126,12 +130,18 @@ def release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger, verbose)
 
 
 def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose):
-    """Steps 1-5 of the algorithm box; returns the fitted ``KMEModel``."""
+    """Steps 1-5 of the algorithm box; returns the fitted ``KMEModel``.
+
+    ``x``: the encoded rows in the unit box, an array (with ``labels``) or a row source whose
+    ``accumulate`` does the one pass (``labels`` None then; see ``engines.accumulate``).
+    """
     n_classes = 1 if target is None else target.width
     sigmas = ledger.accountant.calibrate(plan_releases(terms, shares, target is not None))
-    weights, divisor = release_class_weights(labels, target, ledger, sigmas.get('class_proportions'))
-    objectives = release_terms(x, labels, n_classes, terms, sigmas, divisor, ledger, verbose)
+    stats = one_pass(as_rows(x, labels), n_classes, terms, verbose)
     del x
+    weights, divisor = release_class_weights(stats, target, ledger, sigmas.get('class_proportions'))
+    objectives = release_terms(stats, terms, sigmas, divisor, ledger)
+    del stats
     return train(blocks, columns, target, weights, objectives, training, rng, verbose)
 
 
@@ -157,8 +167,9 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
         sigmas = accountant.calibrate(
             {k: (share / fraction, c) for k, (share, c) in plain.items()}, fraction=fraction
         )
-    weights, divisor = release_class_weights(labels, target, ledger, sigmas.get('class_proportions'))
-    objectives = release_terms(x, labels, n_classes, extra, sigmas, divisor, ledger, verbose)
+    stats = one_pass(ArrayRows(x, labels), n_classes, extra, verbose)
+    weights, divisor = release_class_weights(stats, target, ledger, sigmas.get('class_proportions'))
+    objectives = release_terms(stats, extra, sigmas, divisor, ledger)
     mechanism = SubsampledGaussianMechanism(
         accountant, ledger.noise, name=f'{term.group}_minibatch',
         description=term.feature_map.describe() + f', {batch} of {n} rows per step',

@@ -49,15 +49,16 @@ from sdv_dpkme.domain.transformers import (
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
+from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
     fit_constraints_publicly,
     generated_column,
     public_metadata,
     safe_generator,
-    unit_box,
     warn_undeclared_types,
 )
+from sdv_dpkme.synthesizers.rows import FrameRows
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
 # derived column is ever modelled without a public domain.
@@ -306,8 +307,15 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
                       f'holds it a few times and gets slower with it. {advice}')
 
     def _preprocess(self, table_data):
-        processor = self._data_processor
         self._check_encoded_size(len(table_data))
+        self._prepare_encoding(table_data)
+        return self._data_processor.transform(table_data)
+
+    def _prepare_encoding(self, table_data):
+        """Open the fit's ledger, settle the domains (discovery spends here) and fit the
+        processor: public-domain transformers, so ``table_data`` teaches it nothing (a distributed
+        fit passes a few rows only to give it the columns and dtypes)."""
+        processor = self._data_processor
         self._open_ledger()
         try:
             self._discover_domains(table_data)
@@ -323,7 +331,6 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         processor._dtypes = self._column_dtypes(table_data.columns, self._domains)
         self._reseed_generators()
         warn_undeclared_types(self._domains, table_data)
-        return processor.transform(table_data)
 
     def _validate_transform_constraints(self, table_data, enforce_constraint_fitting=False):
         """Constraints are checked on the rows but fitted on an empty table of public dtypes."""
@@ -433,6 +440,16 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         return errors
 
     # ------------------------------------------------------------------------- fit
+    def fit(self, data):
+        """SDV's fit; a Dask or Spark DataFrame goes to ``sdv_dpkme.fit_distributed``."""
+        table = next(iter(data.values())) if isinstance(data, dict) and len(data) == 1 else data
+        if is_dask_frame(table) or is_spark_frame(table):
+            from sdv_dpkme.scale.fit import fit_distributed  # the scale package imports this one
+
+            fit_distributed(self, table)
+            return
+        super().fit(data)
+
     def _layout(self, processed):
         """Blocks of the encoded table, from the fitted transformers (public facts only)."""
         index = {c: i for i, c in enumerate(processed.columns)}
@@ -457,10 +474,22 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         blocks, target = self._layout(processed_data)
         if not blocks:
             raise SynthesizerInputError('There is no modelled column besides the target.')
-        x = unit_box(processed_data)
-        labels = None
-        if target is not None:
-            labels = x[:, list(target.columns)].argmax(axis=1)
+        # a chunked view: the one-pass engines never hold the whole float64 copy
+        rows = FrameRows(processed_data, target)
+        self._fit_rows(rows, blocks, target, list(processed_data.columns))
+
+    def _fits_in_one_pass(self):
+        """Whether ``_fit_engine`` takes a row source (one pass of partial sums, see
+        ``sdv_dpkme.engines.accumulate``) instead of the encoded array: then it can also fit
+        out-of-core or distributed rows (``sdv_dpkme.fit_distributed``)."""
+        return False
+
+    def _fit_rows(self, rows, blocks, target, columns):
+        """Fit from a row source (``FrameRows`` in memory, or a distributed one)."""
+        if self._fits_in_one_pass():
+            x, labels = rows, None
+        else:
+            x, labels = rows.to_numpy()
         ledger = getattr(self, '_ledger', None)
         if ledger is None:  # fit_processed_data without preprocess: same encoding, same cost
             ledger = self._open_ledger()
@@ -468,9 +497,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
                 self._discovery.replay(ledger.accountant)
         try:
             try:
-                self._model, notes = self._fit_engine(
-                    x, blocks, target, labels, list(processed_data.columns), ledger
-                )
+                self._model, notes = self._fit_engine(x, blocks, target, labels, columns, ledger)
             except EngineInputError as err:
                 raise SynthesizerInputError(str(err)) from None
             self._privacy_report = ledger.accountant.report(
@@ -482,7 +509,10 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
 
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         """The method: encoded private rows (unit box) and their public layout -> ``(model,
-        report notes)``. Every noisy release goes through ``ledger``; the rows are not kept."""
+        report notes)``. Every noisy release goes through ``ledger``; the rows are not kept.
+
+        ``x`` is the float64 array with its ``labels``, or, when ``_fits_in_one_pass()``, a row
+        source (``len`` and ``accumulate``; ``labels`` None) that may be out-of-core or remote."""
         raise NotImplementedError
 
     def _torch_generator(self):

@@ -62,6 +62,9 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
     def _kernel_terms(self, blocks, generator, steps):
         return dpmerf_terms(blocks, self.n_features, self.length_scale, generator)
 
+    def _fits_in_one_pass(self):
+        return self.releases == 'single'  # minibatch mode samples secret batches of the rows
+
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         if self.releases == 'single':
             return super()._fit_engine(x, blocks, target, labels, columns, ledger)

@@ -1,0 +1,423 @@
+"""Scale-out benchmark (issue 19): the one-pass fit on pandas, Parquet out-of-core, Dask and Spark.
+
+Data: Adult's schema (15 columns, the public domain ``adult_domain.json``). A DP-HP model is
+fitted on the bundled 3,000-row public Adult sample and sampled: ``--base-rows`` rows (default
+1M) are written once as Parquet files (``cache/scale/base``, 65,536-row row groups). A table of
+N rows is a directory of N / base-rows symbolic links to those files, so the 10M and 50M tables
+hold the same sampled rows repeated (throughput and memory do not depend on which rows they
+are; repeated files are read from the page cache, so disk bandwidth is not measured).
+
+Every run (path x method x size) is a fresh process: peak memory is that run's alone. Measured:
+- the embedding pass (``engines.kme.one_pass``, reading + encoding + feature sums + reduce) and
+  its rows per second; the training (``--steps`` steps: it does not depend on n, so the default
+  500 steps take 500 / steps times as long); the rest of the fit (processor, releases);
+- peak RSS of the driver (VmHWM) and, for Spark, the peak summed RSS of the JVM and its Python
+  workers (polled every 0.2 s);
+- torch threads: ``--torch-threads`` (default 1) sets OMP_NUM_THREADS for every run, so each
+  engine parallelises over partitions its own way (Dask: 2 threads, Spark: 2 worker processes)
+  and Parquet / pandas run the pass on one core. With torch's default (2 OpenMP threads per op)
+  the small feature chunks of the pass (80 rows with Adult's 49,422 pairwise features) ran about
+  10x slower on this shared, loaded machine (a 20,000-row Parquet pass: 14.9 s against 1.4 s);
+- the physical limit of the pass: the matmul FLOPs per row of every feature map (counted by the
+  torch profiler on 2,048 encoded rows; elementwise feature work not counted) against the rate
+  of a dense float64 matmul measured on the same cores; and each map's own time per row.
+
+    python benchmarks/scale.py --sizes 1000000,10000000 --paths parquet,dask,spark,pandas
+    python benchmarks/scale.py --sizes 100000 --methods dpmerf --steps 10   # quick look
+
+Writes ``results/scale.md`` and ``results/scale.json`` (one record per run, appended).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).parent
+CACHE = HERE / 'cache' / 'scale'
+RESULTS = HERE / 'results'
+TABLE = 'adult'
+TARGET = 'income'
+METHODS = {'dphp': 'DPHPSynthesizer', 'dpmerf': 'DPMERFSynthesizer'}
+
+
+# ------------------------------------------------------------------------------------ data
+def make_base(rows, seed=0):
+    """Sample ``rows`` Adult-schema rows from a model fitted on the public bundled sample."""
+    base = CACHE / 'base'
+    done = base / f'_done_{rows}'
+    if done.exists():
+        return base
+    from sdv_dpkme import DPHPSynthesizer
+    from sdv_dpkme.datasets import load_adult_sample
+
+    base.mkdir(parents=True, exist_ok=True)
+    for old in base.glob('*.parquet'):
+        old.unlink()
+    data, metadata, domain = load_adult_sample()
+    synth = DPHPSynthesizer(metadata, epsilon=1.0, domain=domain, target_column=TARGET,
+                            random_state=seed, steps=100, verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({TABLE: data})
+    per_file = 250_000
+    for i, start in enumerate(range(0, rows, per_file)):
+        part = synth.sample(min(per_file, rows - start))[TABLE]
+        part.to_parquet(base / f'part-{i:03d}.parquet', row_group_size=65_536, index=False)
+        print(f'  sampled {start + len(part):,} / {rows:,} rows', flush=True)
+    done.touch()
+    return base
+
+
+def table_dir(size, base_rows):
+    """A directory of links to the base files that holds ``size`` rows."""
+    if size % base_rows and size > base_rows:
+        raise SystemExit(f'--sizes must be multiples of --base-rows ({base_rows:,}) above it')
+    folder = CACHE / f'rows_{size}'
+    if folder.exists():
+        return folder
+    folder.mkdir(parents=True)
+    files = sorted((CACHE / 'base').glob('*.parquet'))
+    if size < base_rows:  # a prefix of the first base file
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(files[0]).slice(0, size)
+        pq.write_table(table, folder / 'part-000.parquet', row_group_size=65_536)
+        return folder
+    for copy in range(size // base_rows):
+        for f in files:
+            (folder / f'copy{copy:03d}-{f.name}').symlink_to(f.resolve())
+    return folder
+
+
+# ------------------------------------------------------------------------------ one run
+def _status_kb(pid, field):
+    try:
+        for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return 0
+    return 0
+
+
+def _descendants(pid):
+    children = []
+    try:
+        for task in Path(f'/proc/{pid}/task').iterdir():
+            text = (task / 'children').read_text().split()
+            children += [int(c) for c in text]
+    except (FileNotFoundError, PermissionError):
+        return []
+    out = list(children)
+    for child in children:
+        out += _descendants(child)
+    return out
+
+
+class WorkerPeak:
+    """Peak of the summed RSS of this process's descendants (Spark's JVM and Python workers)."""
+
+    def __init__(self):
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self):
+        me = os.getpid()
+        while not self._stop.wait(0.2):
+            total = sum(_status_kb(p, 'VmRSS') for p in _descendants(me))
+            self.peak_kb = max(self.peak_kb, total)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def run_one(path, method, size, base_rows, steps, spark_partitions):
+    import torch
+
+    import sdv_dpkme
+    import sdv_dpkme.engines.kme as kme
+    from sdv_dpkme.datasets import load_adult_sample
+
+    folder = table_dir(size, base_rows)
+    _, metadata, domain = load_adult_sample()
+    synth = getattr(sdv_dpkme, METHODS[method])(
+        metadata, epsilon=1.0, domain=domain, target_column=TARGET, random_state=0,
+        steps=steps, verbose=False)
+    timing = {}
+    one_pass, train = kme.one_pass, kme.train
+
+    def timed_pass(*args, **kwargs):
+        start = time.perf_counter()
+        out = one_pass(*args, **kwargs)
+        timing['pass_s'] = time.perf_counter() - start
+        timing['features'] = {t.group: t.feature_map.dim for t in args[2]}
+        return out
+
+    def timed_train(*args, **kwargs):
+        start = time.perf_counter()
+        out = train(*args, **kwargs)
+        timing['train_s'] = time.perf_counter() - start
+        return out
+
+    kme.one_pass, kme.train = timed_pass, timed_train
+    spark = None
+    record = dict(path=path, method=method, rows=size, steps=steps,
+                  torch_threads=torch.get_num_threads())
+    with WorkerPeak() as workers, warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        start = time.perf_counter()
+        if path == 'pandas':
+            import pandas as pd
+
+            data = pd.read_parquet(folder)
+            record['load_s'] = time.perf_counter() - start
+            start = time.perf_counter()
+            synth.fit({TABLE: data})
+        elif path == 'parquet':
+            sdv_dpkme.fit_distributed(synth, folder)
+        elif path == 'dask':
+            import dask.dataframe as dd
+
+            sdv_dpkme.fit_distributed(synth, dd.read_parquet(str(folder)))
+        elif path == 'spark':
+            os.environ['PYSPARK_PYTHON'] = sys.executable
+            from pyspark.sql import SparkSession
+
+            spark = (SparkSession.builder.master('local[2]').appName('sdv-dpkme-scale')
+                     .config('spark.ui.enabled', 'false')
+                     .config('spark.sql.shuffle.partitions', '2')
+                     .config('spark.sql.session.timeZone', 'UTC')
+                     .config('spark.driver.memory', '2g')
+                     .config('spark.sql.files.maxPartitionBytes', str(spark_partitions))
+                     .getOrCreate())
+            record['spark_start_s'] = time.perf_counter() - start
+            start = time.perf_counter()
+            sdv_dpkme.fit_distributed(synth, spark.read.parquet(str(folder)))
+        record['fit_s'] = time.perf_counter() - start
+    if spark is not None:
+        spark.stop()
+    record.update(timing)
+    record['other_s'] = record['fit_s'] - record['pass_s'] - record['train_s']
+    record['pass_rows_per_s'] = size / record['pass_s']
+    record['driver_peak_mb'] = _status_kb(os.getpid(), 'VmHWM') / 1024
+    record['workers_peak_mb'] = workers.peak_kb / 1024 if path == 'spark' else None
+    record['epsilon_spent'] = synth.get_privacy_report().epsilon_spent
+    record['load'] = os.getloadavg()[0]
+    return record
+
+
+# ----------------------------------------------------------------------- physical limit
+def flop_profile(method):
+    """Per feature map: matmul FLOPs per row (torch profiler) and measured seconds per row."""
+    import torch
+
+    import sdv_dpkme
+    import sdv_dpkme.engines.kme as kme
+    from sdv_dpkme.datasets import load_adult_sample
+
+    data, metadata, domain = load_adult_sample()
+    caught = {}
+
+    def grab(rows, n_classes, terms, verbose):
+        caught['x'], caught['y'] = rows.to_numpy()
+        caught['terms'], caught['classes'] = terms, n_classes
+        raise StopIteration
+
+    kme.one_pass, real = grab, kme.one_pass
+    synth = getattr(sdv_dpkme, METHODS[method])(
+        metadata, epsilon=1.0, domain=domain, target_column=TARGET, random_state=0,
+        verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        try:
+            synth.fit({TABLE: data})
+        except StopIteration:
+            pass
+    kme.one_pass = real
+    from sdv_dpkme.engines.accumulate import chunk_rows
+
+    rows = 2048
+    x = torch.as_tensor(caught['x'][:rows])
+    y = torch.nn.functional.one_hot(torch.as_tensor(caught['y'][:rows]),
+                                    caught['classes']).double()
+    # timed as the pass runs them: one thread, chunks of the pass's size
+    chunk = chunk_rows([t.feature_map for t in caught['terms']], rows)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    maps = []
+    for term in caught['terms']:
+        fm = term.feature_map
+        with torch.profiler.profile(with_flops=True) as prof:
+            fm.class_sums(x, y, project=True)
+        flops = sum(e.flops for e in prof.key_averages()) / rows
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            for s in range(0, rows, chunk):
+                fm.class_sums(x[s : s + chunk], y[s : s + chunk], project=True)
+            times.append(time.perf_counter() - start)
+        maps.append(dict(group=term.group, kind=type(fm).__name__, dim=fm.dim,
+                         flops_per_row=flops, us_per_row=min(times) / rows * 1e6))
+    torch.set_num_threads(threads)
+    return dict(method=method, encoded_width=int(x.shape[1]), classes=caught['classes'],
+                maps=maps)
+
+
+def gemm_rate(size=2048, repeats=5, threads=None):
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    a = torch.randn(size, size, dtype=torch.float64)
+    b = torch.randn(size, size, dtype=torch.float64)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * size**3 / best
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# ------------------------------------------------------------------------------ report
+def write_report(records, profiles, rate, note, rate_1=None):
+    lines = ['# Scale-out: one-pass fits on pandas, Parquet, Dask and Spark (issue 19)', '',
+             'Written by `benchmarks/scale.py` (see its docstring for the protocol). '
+             f'Machine: {os.cpu_count()} cores shared with other jobs; the load average at '
+             'the end of each run is in the table: timings on a loaded machine are slower '
+             'and noisier than on an idle one.', '', note, '']
+    lines += ['## Fits', '',
+              '| method | path | rows | embedding pass s | rows/s (pass) | training s '
+              '(steps) | other s | driver peak MB | workers peak MB | load |',
+              '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+    for r in records:
+        if 'error' in r:
+            lines.append(f"| {r['method']} | {r['path']} | {r['rows']:,} | failed: "
+                         f"{r['error'][:120]} | | | | | | |")
+            continue
+        workers = f"{r['workers_peak_mb']:.0f}" if r.get('workers_peak_mb') else '–'
+        lines.append(
+            f"| {r['method']} | {r['path']} | {r['rows']:,} | {r['pass_s']:.1f} | "
+            f"{r['pass_rows_per_s']:,.0f} | {r['train_s']:.1f} ({r['steps']}) | "
+            f"{r['other_s']:.1f} | {r['driver_peak_mb']:.0f} | {workers} | {r['load']:.1f} |")
+    lines += ['', '## Physical limit of the pass', '',
+              f'Dense float64 matmul on this machine: {rate / 1e9:.1f} GFLOP/s on its '
+              f'{os.cpu_count()} cores'
+              + (f', {rate_1 / 1e9:.1f} GFLOP/s on one' if rate_1 else '')
+              + ' (2048 x 2048, torch; the pass runs in float64). The physical limit below is '
+              'for all cores; the feature maps are timed on one thread, in the chunks the pass '
+              'uses, and compared with the one-core limit.', '']
+    for p in profiles:
+        total_flops = sum(m['flops_per_row'] for m in p['maps'])
+        total_us = sum(m['us_per_row'] for m in p['maps'])
+        limit = rate / total_flops if total_flops else float('inf')
+        lines += [f"### {p['method']} (defaults; {p['encoded_width']} encoded columns, "
+                  f"{p['classes']} classes)", '',
+                  '| release | feature map | features | matmul kFLOP/row | measured µs/row | '
+                  'share of the feature time | matmul-bound µs/row |',
+                  '|---|---|---:|---:|---:|---:|---:|']
+        for m in p['maps']:
+            lines.append(
+                f"| {m['group']} | {m['kind']} | {m['dim']:,} | {m['flops_per_row'] / 1e3:.1f} | "
+                f"{m['us_per_row']:.1f} | {m['us_per_row'] / total_us:.0%} | "
+                f"{m['flops_per_row'] / rate * 1e6:.2f} |")
+        measured = [r['pass_rows_per_s'] for r in records
+                    if r.get('method') == p['method'] and 'pass_rows_per_s' in r]
+        best = max(measured) if measured else None
+        limit_1 = (rate_1 or rate) / total_flops if total_flops else float('inf')
+        lines += ['', f'Matmul FLOPs per row: {total_flops / 1e3:.0f} k, so the physical limit is '
+                  f'{limit:,.0f} rows/s ({limit_1:,.0f} on one core); the feature maps alone '
+                  f'(one thread, no reading or encoding) run at {1e6 / total_us:,.0f} rows/s '
+                  f'({1e6 / total_us / limit_1:.1%} of the one-core limit).'
+                  + (f' Best measured pass: {best:,.0f} rows/s ({best / limit:.1%} of the limit).'
+                     if best else ''), '']
+    (RESULTS / 'scale.md').write_text('\n'.join(lines) + '\n')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--sizes', default='1000000,10000000')
+    parser.add_argument('--paths', default='parquet,dask,spark,pandas')
+    parser.add_argument('--methods', default='dpmerf,dphp')
+    parser.add_argument('--base-rows', type=int, default=1_000_000)
+    parser.add_argument('--steps', type=int, default=20)
+    parser.add_argument('--spark-partition-bytes', type=int, default=8 << 20)
+    parser.add_argument('--pandas-max-rows', type=int, default=1_000_000,
+                        help='in-memory fits above this size are not run')
+    parser.add_argument('--timeout', type=int, default=1200, help='seconds per run')
+    parser.add_argument('--torch-threads', type=int, default=1,
+                        help='OMP_NUM_THREADS of every run (driver and Spark workers); 0 = unset')
+    parser.add_argument('--note', default='')
+    parser.add_argument('--note-file', help='a Markdown file whose text goes under the title')
+    parser.add_argument('--report-only', action='store_true',
+                        help='rewrite results/scale.md from results/scale.json, run nothing')
+    parser.add_argument('--fresh', action='store_true', help='forget earlier records')
+    parser.add_argument('--run', help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:  # child process: one run, its record as JSON on the last line
+        spec = json.loads(args.run)
+        print(json.dumps(run_one(**spec)))
+        return
+    RESULTS.mkdir(exist_ok=True)
+    store = RESULTS / 'scale.json'
+    saved = {} if args.fresh or not store.exists() else json.loads(store.read_text())
+    records = saved.get('records', [])
+    note = Path(args.note_file).read_text() if args.note_file else args.note
+    if args.report_only:
+        write_report(records, saved['profiles'], saved['gemm_flops'], note,
+                     saved.get('gemm_flops_1'))
+        return
+    print('sampling the base table ...', flush=True)
+    make_base(args.base_rows)
+    for size in map(int, args.sizes.split(',')):
+        for method in args.methods.split(','):
+            for path in args.paths.split(','):
+                if path == 'pandas' and size > args.pandas_max_rows:
+                    continue
+                spec = dict(path=path, method=method, size=size, base_rows=args.base_rows,
+                            steps=args.steps, spark_partitions=args.spark_partition_bytes)
+                print(f'{method} {path} {size:,} rows ...', flush=True)
+                try:
+                    env = dict(os.environ)
+                    if args.torch_threads:
+                        env['OMP_NUM_THREADS'] = str(args.torch_threads)
+                    out = subprocess.run([sys.executable, __file__, '--run', json.dumps(spec)],
+                                         capture_output=True, text=True, timeout=args.timeout,
+                                         env=env)
+                    record = json.loads(out.stdout.strip().splitlines()[-1])
+                except subprocess.TimeoutExpired:
+                    record = dict(path=path, method=method, rows=size,
+                                  error=f'over the {args.timeout} s limit')
+                except (json.JSONDecodeError, IndexError):
+                    record = dict(path=path, method=method, rows=size,
+                                  error=(out.stderr.strip().splitlines() or ['?'])[-1])
+                print('  ', record, flush=True)
+                records = [r for r in records if (r['path'], r['method'], r['rows'])
+                           != (path, method, size)] + [record]
+                saved['records'] = records
+                store.write_text(json.dumps(saved, indent=1))
+    if 'profiles' not in saved or args.fresh:
+        saved['profiles'] = [flop_profile(m) for m in METHODS]
+        saved['gemm_flops_1'] = gemm_rate(threads=1)
+        saved['gemm_flops'] = gemm_rate(threads=os.cpu_count())
+        store.write_text(json.dumps(saved, indent=1))
+    write_report(records, saved['profiles'], saved['gemm_flops'], note, saved.get('gemm_flops_1'))
+    print(f"wrote {RESULTS / 'scale.md'}")
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,133 @@
+"""``fit_distributed``: SDV's fit on rows that are not one pandas DataFrame in memory.
+
+The driver does what an in-memory fit does, except the pass over the rows:
+  1. the public domains (declared: discovery needs its own pass, see below), the row count n
+     (public under replace-one adjacency) and the table-wide SDV checks on a few rows;
+  2. the data processor, fitted from the public domains (the few rows only give it the columns);
+  3. the method draws its feature maps with the model RNG (public) and the engine asks the row
+     source for the partial sums of every term: the workers get the processor and the feature
+     maps, encode their rows, sum phi(x) y^T per class, and the engine's reduce adds the partials;
+  4. the noise is added once, on the driver, through the fit's ledger, as in memory; then the
+     generator trains on the releases. Same releases, same privacy report.
+"""
+
+import datetime
+
+from sdv import version
+from sdv.errors import SynthesizerInputError
+
+from sdv_dpkme.synthesizers.rows import PartitionEncoder, repeat_notes
+from sdv_dpkme.scale.sources import SourceError, open_source
+
+#: rows the driver reads to run SDV's table checks and give the processor its columns
+HEAD_ROWS = 100
+SUPPORTED = ("DPHPSynthesizer and DPMERFSynthesizer (releases='single'): their releases are "
+             'sums over the rows, computed in one pass')
+
+
+def fit_distributed(synthesizer, data, table_name=None):
+    """Fit ``synthesizer`` on a Dask or Spark DataFrame, or on Parquet file(s) read out of core.
+
+    Args:
+        synthesizer: a DPHPSynthesizer or DPMERFSynthesizer (``releases='single'``).
+        data: a ``dask.dataframe.DataFrame``, a ``pyspark.sql.DataFrame``, or a Parquet file,
+            directory (every ``*.parquet`` under it) or list of files, with the metadata's columns.
+        table_name: optional; checked against the metadata's table.
+
+    Every modelled column needs a declared public domain (DP domain discovery runs in memory
+    only). The privacy report is that of an in-memory fit of the same rows. Returns the
+    synthesizer (fitted).
+    """
+    try:
+        source = open_source(data)
+    except (SourceError, ImportError) as err:
+        raise SynthesizerInputError(str(err)) from None
+    _check_supported(synthesizer)
+    if table_name is not None:
+        synthesizer._validate_table_name(table_name)
+    _check_declared(synthesizer)
+    columns = list(synthesizer._original_metadata._convert_to_single_table().columns)
+    try:
+        source.check_columns(columns)
+    except SourceError as err:
+        raise SynthesizerInputError(str(err)) from None
+    n = len(source)
+    if n < 2:
+        raise SynthesizerInputError(
+            f'The table has {n} row(s); a DP fit needs at least 2 (and far more for useful '
+            'output: noise scales like 1/n).'
+        )
+    head = source.head(HEAD_ROWS)[columns]
+
+    # SDV's fit, up to the pass: checks, constraints and the processor, on the head
+    synthesizer._check_input_metadata_updated()
+    synthesizer._fitted = False
+    synthesizer._data_processor.reset_sampling()
+    synthesizer._random_state_set = False
+    synthesizer.validate({synthesizer._table_name: head})
+    head = synthesizer._preprocess_helper(head)
+    synthesizer._prepare_encoding(head)
+    processor = synthesizer._data_processor
+    processed = processor.transform(head)
+    encoded = list(processed.columns)
+    blocks, target = synthesizer._layout(processed)
+    if not blocks:
+        raise SynthesizerInputError('There is no modelled column besides the target.')
+
+    def make_encoder(feature_maps, n_classes):
+        return PartitionEncoder(processor, columns, encoded, target, feature_maps, n_classes)
+
+    synthesizer._fit_rows(SourceRows(source, n, make_encoder), blocks, target, encoded)
+    # SDV's fit_processed_data bookkeeping
+    synthesizer._fitted = True
+    synthesizer._fitted_date = datetime.datetime.today().strftime('%Y-%m-%d')
+    synthesizer._fitted_sdv_version = getattr(version, 'community', None)
+    synthesizer._fitted_sdv_enterprise_version = getattr(version, 'enterprise', None)
+    return synthesizer
+
+
+class SourceRows:
+    """A row source for the engine: the pass is the source's map and reduce."""
+
+    def __init__(self, source, n, make_encoder):
+        self.source, self.n, self.make_encoder = source, n, make_encoder
+
+    def __len__(self):
+        return self.n
+
+    def to_numpy(self):
+        raise SynthesizerInputError(f'Only {SUPPORTED} fit distributed rows.')
+
+    def accumulate(self, feature_maps, n_classes, verbose=False):
+        total = self.source.accumulate(self.make_encoder(feature_maps, n_classes), verbose)
+        repeat_notes(total.notes)
+        if total.n != self.n:  # nothing is released yet
+            raise SynthesizerInputError(
+                f'The pass read {total.n:,} rows, but {self.n:,} were counted before it: the '
+                'data changed during the fit. Nothing was released; fit again on stable data.'
+            )
+        return total
+
+
+def _check_supported(synthesizer):
+    one_pass = getattr(synthesizer, '_fits_in_one_pass', None)
+    if one_pass is None or not one_pass():
+        mode = (f" with releases={synthesizer.releases!r}"
+                if hasattr(synthesizer, 'releases') else '')
+        raise SynthesizerInputError(
+            f'{type(synthesizer).__name__}{mode} cannot fit distributed or out-of-core rows: it '
+            'needs the rows at hand (DP-KIP runs DP-SGD on Poisson-subsampled rows, DP-MERF '
+            "releases='minibatch' draws secret batches). Distributed fits support "
+            f'{SUPPORTED}. Fit this synthesizer in memory with fit() on a pandas DataFrame.'
+        )
+
+
+def _check_declared(synthesizer):
+    _, undeclared = synthesizer._resolve_domains()
+    if undeclared:
+        raise SynthesizerInputError(
+            f'Distributed fits need a declared public domain for every modelled column; '
+            f'{sorted(undeclared)} have none. Declare them (known_min_max_values, '
+            'known_categories, nullable_columns or domain=...; see docs/domains.md): DP domain '
+            'discovery runs on in-memory fits only.'
+        )
