@@ -33,7 +33,8 @@ SYNTHESIZERS = {
     DPHPSynthesizer: dict(
         fast=FAST,
         groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'},
-        modes={'default': {}}, steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
+        modes={'default': {}, 'reweighted': {'reweight_generated_rows': 40}}, steps=15,
+        short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPMERFSynthesizer: dict(
         fast=FAST_MERF, groups={'class_proportions', 'embedding', 'marginals', 'pairs'},

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from sdv_dpkme.engines.accumulate import ArrayRows, as_rows
 from sdv_dpkme.engines.errors import EngineInputError
@@ -55,6 +56,7 @@ class Training:
     generator_dims: tuple
     numeric_noise: float
     device: object
+    reweight_rows: int = 0  # > 0: a weighted pool of generated rows per class (see ``train``)
 
 
 def plan_releases(terms, shares, has_target):
@@ -202,7 +204,33 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
         training.learning_rate, training.device, rng, verbose=verbose,
     )
     collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
-    return KMEModel(generator, columns, target, weights, history, collapsed)
+    model = KMEModel(generator, columns, target, weights, history, collapsed)
+    if training.reweight_rows:
+        model.pools = reweighted_pools(model, objectives, training.reweight_rows, rng, verbose)
+    return model
+
+
+def reweighted_pools(model, objectives, rows, rng, verbose=False):
+    """Per class, ``rows`` generated rows and simplex weights that bring their embeddings
+    closest to the released ones (Balog et al.'s reweighting applied to the generator's rows):
+    minimise sum_k weight_k ||sum_g w_g phi_k(g) - target_k,c||^2 over the simplex. Only the
+    fixed releases are used (post-processing, no extra epsilon)."""
+    from sdv_dpkme.engines.reweighting import simplex_weights_for_terms
+
+    fixed = [o for o in objectives if isinstance(o.target, torch.Tensor)]
+    pools = {}
+    classes = np.flatnonzero(model.class_weights > 0)
+    for c in tqdm(classes, desc='Reweighting generated rows', disable=not verbose, leave=False):
+        labels = torch.full((rows,), int(c), dtype=torch.long)
+        with torch.no_grad():
+            x = np.array(model.generator.sample(labels, rng), dtype=np.float64)
+        if model.target is not None:
+            x[:, list(model.target.columns)] = 0.0
+            x[:, model.target.columns[c]] = 1.0
+        terms = [(o.feature_map, o.target[c].double(), o.weight) for o in fixed]
+        weights = simplex_weights_for_terms(x, terms).numpy()
+        pools[int(c)] = (x.astype(np.float32), weights / weights.sum())
+    return pools
 
 
 class KMEModel:
@@ -237,10 +265,25 @@ class KMEModel:
             labels = torch.multinomial(weights, num_rows, replacement=True, generator=self._rng)
         else:
             labels = torch.full((num_rows,), int(label), dtype=torch.long)
+        pools = getattr(self, 'pools', None)  # None in models saved before the option
+        if pools:
+            return self._sample_pools(labels, pools)
         rows = self.generator.sample(labels, self._rng)  # float32, target columns zero
         if self.target is not None:
             target = np.asarray(self.target.columns)
             rows[np.arange(num_rows), target[labels.numpy()]] = 1.0
+        return pd.DataFrame(rows, columns=self.columns, copy=False)
+
+    def _sample_pools(self, labels, pools):
+        """Rows drawn with replacement from each class's weighted pool of generated rows."""
+        rows = np.empty((len(labels), len(self.columns)), dtype=np.float32)
+        labels = labels.numpy()
+        for c in np.unique(labels):
+            at = np.flatnonzero(labels == c)
+            pool, weights = pools[int(c)]
+            picks = torch.multinomial(torch.as_tensor(weights), len(at), replacement=True,
+                                      generator=self._rng)
+            rows[at] = pool[picks.numpy()]
         return pd.DataFrame(rows, columns=self.columns, copy=False)
 
     def __getstate__(self):

@@ -421,8 +421,8 @@ def fit_synthetic(x, blocks, n_columns, kernel, ledger, settings, rng, verbose=F
     z, probabilities, history = reduced_set(fmap, beta, blocks, n_columns, settings, rng, verbose)
     signed = min_norm_weights(features_of(fmap, z), beta)
     notes = [f'Algorithm 2: {settings.n_features} random features (frequencies from the model '
-             f'RNG); {len(z)} weighted points found from the noisy embedding alone, chosen from '
-             'public-noise rows (post-processing).']
+             f'RNG); at most {settings.n_points} weighted points found from the noisy embedding '
+             'alone, chosen from public-noise rows (post-processing).']
     return z, signed, probabilities, history, notes
 
 

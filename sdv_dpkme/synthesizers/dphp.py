@@ -55,7 +55,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
                  marginal_length_scale=0.01, marginal_weight=1.0, pair_length_scale=0.1,
-                 pair_weight=1.0):
+                 pair_weight=1.0, reweight_generated_rows=None):
         self._init_model(locals())
 
     def _check_parameters(self):

@@ -36,6 +36,14 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             min(500, max(200, n)) and batch_size = min(1024, max(256, n)), so 500 x 1024 from
             1,024 rows up. On small tables the targets are mostly noise; the 215-row table of
             benchmarks/results/small_tables.md fits about 5x faster at no loss of quality.
+        reweight_generated_rows: None (default) or R: after training, R rows per class are
+            generated and weighted (Balog et al.'s reweighting, on the simplex) so that their
+            embeddings come closest to the released ones; ``sample`` then draws from those
+            weighted rows instead of the generator. Post-processing: no extra epsilon. On Adult
+            it raised SDMetrics quality from 0.933 to 0.964
+            (benchmarks/results/reweighting.md); it costs R x R kernel sums per class and term
+            at fit (memory: R x the widest term's features), and samples repeat rows of the
+            pool.
     """
 
     #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
@@ -57,6 +65,11 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         steps = self.steps
         if steps != 'auto' and not (number(steps) and int(steps) == steps and steps >= 1):
             raise SynthesizerInputError(f"steps must be 'auto' or an integer >= 1, got {steps!r}.")
+        pool = getattr(self, 'reweight_generated_rows', None)
+        if pool is not None and not (number(pool) and int(pool) == pool and pool >= 2):
+            raise SynthesizerInputError(
+                f'reweight_generated_rows must be None (off) or an integer >= 2, got {pool!r}.'
+            )
         for prefix in ('marginal', 'pair'):
             length = getattr(self, f'{prefix}_length_scale')
             weight = getattr(self, f'{prefix}_weight')
@@ -104,7 +117,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     def _training(self, n):
         return kme.Training(self._steps(n), self._batch_size(n), self.learning_rate, self.latent_dim,
                             tuple(self.generator_dims), self.numeric_noise,
-                            resolve_device(self.device))
+                            resolve_device(self.device),
+                            int(getattr(self, 'reweight_generated_rows', None) or 0))
 
     def _fits_in_one_pass(self):
         return True  # every release is a sum over the rows (see engines.accumulate)
@@ -141,3 +155,4 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         # saved before the pairwise term existed
         self.__dict__.setdefault('pair_length_scale', None)
         self.__dict__.setdefault('pair_weight', 1.0)
+        self.__dict__.setdefault('reweight_generated_rows', None)  # saved before the option

@@ -40,7 +40,8 @@ from tests.privacy.graph import diff, flatten
 MECHANISM_OUTPUTS = ('._model.generator', '._model.class_weights', '._model.loss_values',
                      '._model.rows',  # DP-KIP's support rows, Balog's Algorithm 2 points
                      '._model.weights', '._model.probabilities',  # Balog's weights
-                     '._model.labels')  # the labels of Algorithm 2's points
+                     '._model.labels',  # the labels of Algorithm 2's points
+                     '._model.pools')  # generated rows reweighted to the releases
 # Set per instance whatever the data (a random id, the calendar day): not facts about the rows.
 PER_INSTANCE = ('._synthesizer_id', '._fitted_date', '._creation_date')
 # The generator's structure is public and compared; only its trained values are outputs.

@@ -165,3 +165,68 @@ def test_a_large_public_table_is_spanned_by_a_public_subset():
     assert release.dimension <= 50
     assert len(synth.get_weights()) == 300
     assert any('random subset of the 300' in note for note in synth.get_privacy_report().notes)
+
+
+# ------------------------------------------- issue 18 scope 4: DP-HP / DP-MERF generated rows
+def test_generated_rows_reweighted_to_the_releases_cost_no_epsilon(kme_cls):
+    from tests.conftest import SYNTHESIZERS
+
+    args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
+                target_column='label', random_state=0, noise_seed=3,
+                **SYNTHESIZERS[kme_cls]['fast'])
+    plain = fit(kme_cls(make_metadata(), **args), make_table())
+    pooled = fit(kme_cls(make_metadata(), reweight_generated_rows=60, **args), make_table())
+    assert pooled.get_privacy_report().releases == plain.get_privacy_report().releases
+    pools = pooled._model.pools
+    assert set(pools) == set(np.flatnonzero(pooled._model.class_weights > 0))
+    for rows, weights in pools.values():
+        assert rows.shape == (60, len(pooled._model.columns))
+        assert weights.min() >= 0 and weights.sum() == pytest.approx(1.0)
+        assert weights.max() > 1.5 / 60  # not uniform: the weights did something
+    encoded = pooled._model.sample(200)
+    stacked = np.vstack([rows for rows, _ in pools.values()])
+    assert {tuple(r) for r in encoded.to_numpy()} <= {tuple(r) for r in stacked}
+    assert len(pooled.sample(50)['t']) == 50
+
+
+def test_reweighted_generated_rows_match_the_releases_better(tmp_path):
+    """The pool's weighted embedding is closer to each released target than its uniform mean."""
+    import torch
+
+    from sdv_dpkme import DPHPSynthesizer
+    from sdv_dpkme.engines import kme
+
+    captured = []
+    original = kme.reweighted_pools
+
+    def spy(model, objectives, rows, rng, verbose=False):
+        captured.extend(o for o in objectives if isinstance(o.target, torch.Tensor))
+        return original(model, objectives, rows, rng, verbose)
+
+    kme.reweighted_pools = spy
+    try:
+        synth = fit(DPHPSynthesizer(
+            make_metadata(), epsilon=10.0, known_min_max_values=BOUNDS,
+            known_categories=CATEGORIES, target_column='label', random_state=0,
+            reweight_generated_rows=80, **FAST_BY_CLASS['DPHPSynthesizer'][0]), make_table(600))
+    finally:
+        kme.reweighted_pools = original
+    total = {'uniform': 0.0, 'weighted': 0.0}
+    for c, (rows, weights) in synth._model.pools.items():
+        x = torch.as_tensor(rows, dtype=torch.float64)
+        for o in captured:
+            phi = o.feature_map(x).double()
+            target = o.target[c].double()
+            total['uniform'] += o.weight * float(((phi.mean(0) - target) ** 2).sum())
+            total['weighted'] += o.weight * float(
+                ((torch.as_tensor(weights) @ phi - target) ** 2).sum())
+    assert total['weighted'] < total['uniform']
+    synth.save(tmp_path / 's.pkl')
+    loaded = load_synthesizer(str(tmp_path / 's.pkl'))
+    pd.testing.assert_frame_equal(loaded.sample(30)['t'], load_synthesizer(
+        str(tmp_path / 's.pkl')).sample(30)['t'])
+
+
+def test_reweight_generated_rows_must_be_an_integer(kme_cls):
+    with pytest.raises(SynthesizerInputError, match='reweight_generated_rows must be None'):
+        kme_cls(make_metadata(), epsilon=1.0, reweight_generated_rows=0.5)
