@@ -19,7 +19,7 @@ subset. Writes benchmarks/results/reweighting.md (and a JSON of every run next t
     extra epsilon). Metrics against the private train split: SDMetrics quality, 3-way TV, MMD
     (the reweighting kernel on the public encoding); TSTR on the test split.
 
-Usage: python benchmarks/reweighting.py [--part a|b|both] [--quick]
+Usage: python benchmarks/reweighting.py [--part a|b|both] [--quick] [--report-only]
 """
 
 import argparse
@@ -120,37 +120,55 @@ def part_a(quick, out):
                                  signed=distance(gram, kbar, mean_kxx, signed),
                                  simplex=distance(gram, kbar, mean_kxx, probabilities),
                                  setup_s=seconds))
-        # Algorithm 2 at epsilon = 1 (J random features, a reduced set of weighted points)
-        for seed in range(1):
-            ledger = Ledger.open(1.0, 1e-6)
-            rng = torch.Generator().manual_seed(seed)
-            started = time.perf_counter()
-            fmap = rw.RandomFeatureMap(kernel, 10_000, rng)
-            beta, _ = rw.release_embedding(x, fmap, ledger, 'rff')
-            z, probabilities, _ = mixture_reduced_set(fmap, beta, public, 1000, rng)
-            seconds = time.perf_counter() - started
-            gram = kernel(z, z)
-            kbar = mean_kernel_rows(kernel, z, x)
-            rows.append(dict(D=d, epsilon=1.0, M='alg2', seed=seed, basis=10_000,
-                             signed=float('nan'),
-                             simplex=distance(gram, kbar, mean_kxx, probabilities),
-                             setup_s=seconds))
+        # Algorithm 2 rows: part_alg2 (the same data)
         rows.append(dict(D=d, epsilon=None, M='uniform 10k', seed=0, basis=0,
                          signed=uniform_gram, simplex=uniform_gram, setup_s=0))
     (out / 'reweighting_mixture.json').write_text(json.dumps(rows, indent=1))
+    return part_alg2(quick, out)
+
+
+def mixture_reduced_set(kernel, x, public, m, ledger, rng):
+    """Algorithm 2 through the engine: coordinates mapped to [0, 1] by public bounds
+    [-600, 800]^D (the range the mixture's means can take), random features of the same kernel,
+    one release, then ``reweighting.reduced_set`` (Frank-Wolfe over public-noise points,
+    refinement of points and weights). Returns the points in raw coordinates and their
+    simplex weights."""
+    from sdv_dpkme.features import Block
+
+    low, span = -600.0, 1400.0
+    d = x.shape[1]
+    unit_kernel = rw.GaussianProductKernel(kernel.scales.numpy() * span)
+    fmap = rw.RandomFeatureMap(unit_kernel, 10_000, rng)
+    beta, _ = rw.release_embedding((x - low) / span, fmap, ledger, 'rff')
+    blocks = [Block(f'x{j}', 'numeric', (j,)) for j in range(d)]
+    settings = rw.Algorithm2Settings(n_features=10_000, n_points=m, steps=300,
+                                     learning_rate=0.05)
+    z, probabilities, _ = rw.reduced_set(fmap, beta, blocks, d, settings, rng)
+    return z * span + low, probabilities
+
+
+def part_alg2(quick, out):
+    """Algorithm 2 rows only (replaces those of a saved part (a) run)."""
+    n = 20_000 if quick else 100_000
+    path = out / 'reweighting_mixture.json'
+    rows = [r for r in json.loads(path.read_text()) if r['M'] != 'alg2'] if path.exists() else []
+    for d in (2, 5):
+        x = mixture(n, d, np.random.default_rng(1))
+        kernel = rw.GaussianProductKernel(np.full(d, math.sqrt(2e-4 / d)))
+        public = mixture(10_000, d, np.random.default_rng(2))
+        mean_kxx = rw.mean_kernel(kernel, x, 2048)
+        ledger = Ledger.open(1.0, 1e-6)
+        started = time.perf_counter()
+        z, probabilities = mixture_reduced_set(kernel, x, public, 1000, ledger,
+                                               torch.Generator().manual_seed(0))
+        seconds = time.perf_counter() - started
+        gram, kbar = kernel(z, z), mean_kernel_rows(kernel, z, x)
+        rows.append(dict(D=d, epsilon=1.0, M='alg2', seed=0, basis=10_000, signed=float('nan'),
+                         simplex=distance(gram, kbar, mean_kxx, probabilities.numpy()),
+                         setup_s=seconds))
+        print(f'D={d}: Algorithm 2 {rows[-1]["simplex"]:.4f} in {seconds:.0f} s', flush=True)
+    path.write_text(json.dumps(rows, indent=1))
     return rows
-
-
-def mixture_reduced_set(fmap, beta, public, m, rng):
-    """Algorithm 2 on raw coordinates: Frank-Wolfe over a pool of public-noise points drawn
-    around the public bounds (uniform on [-600, 800]^D, the range the mixture's means can
-    take), then the simplex weights refitted."""
-    d = public.shape[1]
-    pool = torch.rand(max(4 * m, 4000), d, generator=rng, dtype=torch.float64) * 1400 - 600
-    chosen = rw.frank_wolfe(rw.features_of(fmap, pool), beta, m)
-    z = pool[chosen > 0]
-    _, probabilities = rw.embedding_weights(rw.features_of(fmap, z), beta)
-    return z.numpy(), probabilities, None
 
 
 def table_a(rows):
@@ -173,7 +191,7 @@ def table_a(rows):
                 f'{auto.signed:.4f} / {auto.simplex:.4f} (basis {auto.basis:.0f}) | {paper:.4f}'
                 f'{f" (M = {paper_m})" if paper_m else ""} | '
                 f'{uniform:.4f} / {PAPER_UNIFORM[d]:.4f} |')
-    lines += ['', '| D | Algorithm 2 at epsilon = 1 (J = 10,000, 1,000 points; simplex w) | '
+    lines += ['', '| D | Algorithm 2 at epsilon = 1 (J = 10,000, at most 1,000 points; simplex w) | '
               'paper (M = 10k) |', '|---|---|---|']
     for d in (2, 5):
         alg2 = frame[(frame.D == d) & (frame.M == 'alg2')]
@@ -182,7 +200,10 @@ def table_a(rows):
     grid = frame[frame.M.apply(lambda m: isinstance(m, int))]
     full = grid.groupby(['D', 'epsilon', 'M'])['signed'].mean().unstack('M')
     lines += ['', 'Every M of the grid (signed weights, mean over seeds):', '',
-              full.to_markdown(floatfmt='.4f')]
+              '| D | epsilon | ' + ' | '.join(f'M = {m}' for m in full.columns) + ' |',
+              '|' + '---|' * (len(full.columns) + 2)]
+    lines += [f'| {d} | {eps:g} | ' + ' | '.join(f'{v:.4f}' for v in row) + ' |'
+              for (d, eps), row in full.iterrows()]
     return '\n'.join(lines)
 
 
@@ -352,14 +373,24 @@ def table_b(rows):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('--part', choices=['a', 'b', 'both'], default='both')
+    parser.add_argument('--part', choices=['a', 'alg2', 'b', 'both'], default='both')
     parser.add_argument('--quick', action='store_true')
     parser.add_argument('--out', default=str(ROOT / 'results'))
+    parser.add_argument('--report-only', action='store_true',
+                        help='print the tables of the saved JSON runs')
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:  # tables from the saved runs
+        for name, table in (('mixture', table_a), ('adult', table_b)):
+            path = out / f'reweighting_{name}.json'
+            if path.exists():
+                print(table(json.loads(path.read_text())), '\n')
+        return
     if args.part in ('a', 'both'):
         print(table_a(part_a(args.quick, out)))
+    if args.part == 'alg2':
+        print(table_a(part_alg2(args.quick, out)))
     if args.part in ('b', 'both'):
         print(table_b(part_b(args.quick, out)))
 
