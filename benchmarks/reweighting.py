@@ -222,35 +222,17 @@ def adult_split():
     return private, public, test, metadata, domain
 
 
-def generated_reweighting(synth, captured, rows_per_class=4000):
-    """DP-HP's generated rows reweighted to its own released embeddings (post-processing):
-    per class, simplex weights w minimising sum_t weight_t ||sum_g w_g phi_t(g) - target_t,c||^2
-    over ``rows_per_class`` generated rows. Returns a sampler of (n) -> table."""
-    model = synth._model
-    classes = np.flatnonzero(model.class_weights > 0)
-    pools = {}
-    gen = torch.Generator().manual_seed(0)
-    for c in classes:
-        labels = torch.full((rows_per_class,), int(c), dtype=torch.long)
-        with torch.no_grad():
-            rows = torch.as_tensor(model.generator.sample(labels, gen), dtype=torch.float64)
-        if model.target is not None:
-            rows[:, list(model.target.columns)] = 0.0
-            rows[:, model.target.columns[c]] = 1.0
-        terms = [(o.feature_map, o.target[c].double(), o.weight) for o in captured]
-        weights = rw.simplex_weights_for_terms(rows, terms)
-        pools[c] = (rows.numpy(), weights.numpy())
+def pooled_sampler(synth):
+    """Samples of a DP-HP fitted with ``reweight_generated_rows`` (its weighted pools), and a
+    sampler of the same fit's generator (the pools set aside), so both come from one fit."""
+    def plain(n):
+        pools, synth._model.pools = synth._model.pools, None
+        try:
+            return synth.sample(n)[synth._table_name]
+        finally:
+            synth._model.pools = pools
 
-    def sample(n, seed=0):
-        rng = np.random.default_rng(seed)
-        counts = rng.multinomial(n, model.class_weights[classes] / model.class_weights[classes]
-                                 .sum())
-        parts = [pools[c][0][rng.choice(rows_per_class, size=k, p=pools[c][1])]
-                 for c, k in zip(classes, counts)]
-        encoded = pd.DataFrame(np.vstack(parts), columns=model.columns)
-        return synth._data_processor.reverse_transform(encoded)
-
-    return sample
+    return plain, lambda n: synth.sample(n)[synth._table_name]
 
 
 def mmd(kernel_fn, a, b, rows=4000, seed=0):
@@ -263,7 +245,6 @@ def mmd(kernel_fn, a, b, rows=4000, seed=0):
 
 def part_b(quick, out):
     from sdv_dpkme import DPHPSynthesizer, DPReweightingSynthesizer
-    from sdv_dpkme.engines import kme
     from sdv_dpkme.evaluation import quality_scores
     from sdv_dpkme.evaluation.marginals import marginal_tv
     from sdv_dpkme.evaluation.tstr import tstr_scores
@@ -281,7 +262,6 @@ def part_b(quick, out):
     results = []
 
     def score(name, seed, table, seconds):
-        nonlocal encoder
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             quality = quality_scores(private, table, metadata)
@@ -326,30 +306,16 @@ def part_b(quick, out):
         score('uniform public rows', seed, uniform, 0.0)
         score('reweighted public rows', seed, reweighted.sample(n_out)['adult'], seconds)
 
-        captured = []
-        original_train = kme.train
-
-        def spy(blocks, cols, target, weights, objectives, training, rng, verbose):
-            captured[:] = [o for o in objectives if isinstance(o.target, torch.Tensor)]
-            return original_train(blocks, cols, target, weights, objectives, training, rng,
-                                  verbose)
-
-        kme.train = spy
-        try:
-            started = time.perf_counter()
-            dphp = DPHPSynthesizer(metadata, 1.0, 1e-5, domain=domain, target_column='income',
-                                   verbose=False, random_state=seed)
-            with warnings.catch_warnings():
-                warnings.simplefilter('ignore')
-                dphp.fit({'adult': private})
-            seconds = time.perf_counter() - started
-        finally:
-            kme.train = original_train
-        score('DP-HP', seed, dphp.sample(n_out)['adult'], seconds)
         started = time.perf_counter()
-        sampler = generated_reweighting(dphp, captured)
-        extra = time.perf_counter() - started
-        score('DP-HP + reweighted generated rows', seed, sampler(n_out, seed), seconds + extra)
+        dphp = DPHPSynthesizer(metadata, 1.0, 1e-5, domain=domain, target_column='income',
+                               reweight_generated_rows=4000, verbose=False, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            dphp.fit({'adult': private})
+        seconds = time.perf_counter() - started
+        plain, pooled = pooled_sampler(dphp)
+        score('DP-HP', seed, plain(n_out), seconds)
+        score('DP-HP + reweighted generated rows', seed, pooled(n_out), seconds)
     (out / 'reweighting_adult.json').write_text(json.dumps(results, indent=1))
     return results
 

@@ -605,15 +605,9 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
                     f"Column '{column}' is not nullable in its public domain, so no synthetic "
                     'row holds a missing value there; a condition on NaN cannot be met.'
                 )
-            if domain.is_numeric:
-                if domain.sdtype == 'datetime':
-                    continue  # compared after SDV parses it
-                numbers = pd.to_numeric(present, errors='coerce')
-                outside = present[numbers.isna() | (numbers < domain.low) | (numbers > domain.high)]
-                where = f'its public bounds [{domain.low:g}, {domain.high:g}]'
-            else:
-                outside = present[~present.isin(domain.categories)]
-                where = f'its public categories {list(domain.categories)}'
+            outside, where = outside_domain(present, domain)
+            if outside is None:
+                continue  # datetimes: compared after SDV parses them
             if len(outside):
                 value = outside.iloc[0]
                 raise SynthesizerInputError(
@@ -712,6 +706,19 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             warnings.warn(
                 f'This synthesizer was fitted with sdv_dpkme {saved}; you run {__version__}.'
             )
+
+
+def outside_domain(present, domain):
+    """(the non-missing ``present`` values outside ``domain``, a phrase naming the domain);
+    (None, None) for datetimes, which are compared once parsed."""
+    if domain.is_numeric:
+        if domain.sdtype == 'datetime':
+            return None, None
+        numbers = pd.to_numeric(present, errors='coerce')
+        outside = present[numbers.isna() | (numbers < domain.low) | (numbers > domain.high)]
+        return outside, f'its public bounds [{domain.low:g}, {domain.high:g}]'
+    return (present[~present.isin(domain.categories)],
+            f'its public categories {list(domain.categories)}')
 
 
 def _physical_memory():

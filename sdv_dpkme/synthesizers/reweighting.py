@@ -11,12 +11,11 @@ The engine is ``sdv_dpkme.engines.reweighting``.
 
 import math
 
-import numpy as np
 import pandas as pd
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.engines import reweighting
-from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer, outside_domain
 from sdv_dpkme.synthesizers.public_state import unit_box
 
 
@@ -212,16 +211,9 @@ def _check_public_column(values, domain):
             f"public_data has missing values in '{column}', which is not nullable in its "
             f'public domain (declare it in nullable_columns, or drop those rows).'
         )
-    present = values[~missing]
-    if domain.is_numeric:
-        if domain.sdtype == 'datetime':
-            return  # parsed by its transformer; out-of-range dates are clipped there
-        numbers = pd.to_numeric(present, errors='coerce')
-        bad = present[numbers.isna() | (numbers < domain.low) | (numbers > domain.high)]
-        where = f'its public bounds [{domain.low:g}, {domain.high:g}]'
-    else:
-        bad = present[~present.isin(domain.categories)]
-        where = f'its public categories {list(domain.categories)[:10]}'
+    bad, where = outside_domain(values[~missing], domain)
+    if bad is None:
+        return  # datetimes: parsed by their transformer, out-of-range dates clipped there
     if len(bad):
         value = bad.iloc[0]
         raise SynthesizerInputError(
