@@ -28,7 +28,9 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from sdv_dpkme.engines.accumulate import class_sums
 from sdv_dpkme.engines.errors import EngineInputError
+from sdv_dpkme.features.blocks import project_unit_ball
 
 EIGEN_FLOOR = 1e-10  # relative: directions below it are numerically zero whatever the noise
 FAR = 1e150  # |scaled value| cap: squares and their sums stay finite in float64
@@ -86,7 +88,16 @@ class GaussianProductKernel:
         return f'product of per-column Gaussian kernels ({len(self.scales)} encoded columns)'
 
 
-class RandomFeatureMap:
+class _SummedFeatures:
+    """The feature-map interface of the one pass (``engines.accumulate``): class-wise sums of
+    the rows' features, each projected onto the unit ball."""
+
+    def class_sums(self, x, y, project=True):
+        phi = self(x).double()
+        return y.T @ (project_unit_ball(phi) if project else phi)
+
+
+class RandomFeatureMap(_SummedFeatures):
     """phi(x) = [cos(W s x); sin(W s x)] / sqrt(J/2), W ~ N(0, I): E phi(x).phi(y) = k(x, y) for the
     Gaussian product kernel, and ||phi(x)|| = 1 exactly (never cos(wx + b), whose norm reaches
     sqrt(2)). W is drawn from a public generator."""
@@ -110,7 +121,7 @@ class RandomFeatureMap:
 
 
 @dataclass
-class Basis:
+class Basis(_SummedFeatures):
     """Orthonormal basis b_f = sum_l A_fl k(l, .) of the span of the landmarks' kernel functions."""
 
     kernel: GaussianProductKernel
@@ -154,21 +165,13 @@ def public_basis(kernel, landmarks, noise_std=0.0, tolerance='auto'):
     return Basis(kernel, landmarks, transform, kept)
 
 
-def mean_features(feature_map, x, chunk_rows=4096, verbose=False, desc='Embedding private rows'):
-    """(1/N) sum_n phi(x_n) in one chunked pass; each row's features are projected onto the unit
-    ball, so the 2/N bound holds in floating point too."""
-    n = len(x)
-    if n == 0:
+def mean_features(feature_map, x, verbose=False):
+    """(1/N) sum_n phi(x_n): the one chunked pass of ``engines.accumulate``, each row's features
+    projected onto the unit ball, so the 2/N bound holds in floating point too."""
+    if len(x) == 0:
         raise EngineInputError('cannot embed an empty table')
-    total = torch.zeros(feature_map.dim, dtype=torch.float64)
-    for start in tqdm(range(0, n, chunk_rows), desc=desc, disable=not verbose, leave=False):
-        rows = torch.as_tensor(np.asarray(x[start:start + chunk_rows], dtype=float))
-        if rows.isnan().any():
-            raise EngineInputError('the rows to embed hold NaN')
-        phi = feature_map(rows).double()
-        norms = phi.norm(dim=1, keepdim=True).clamp(min=1.0)
-        total += (phi / norms).sum(0)
-    return total / n
+    sums = class_sums(np.asarray(x, dtype=float), None, 1, [feature_map], verbose=verbose)
+    return sums.means()[0][0]
 
 
 def features_of(feature_map, rows, chunk_rows=4096):

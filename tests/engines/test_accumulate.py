@@ -5,19 +5,16 @@ import pytest
 import torch
 
 from sdv_dpkme.engines.accumulate import ArrayRows, ClassSums, class_sums, merge
-from sdv_dpkme.features import Block, ProductKernelMap, SumKernelMap
+from sdv_dpkme.features import ProductKernelMap, SumKernelMap
 
-BLOCKS = [Block('a', 'numeric', (0, 1)), Block('c', 'categorical', (2, 3, 4))]
+from tests.engines.test_embedding import BLOCKS
+from tests.engines.test_embedding import _table as _rows
+
 MAPS = [SumKernelMap(BLOCKS, 20, 0.05), ProductKernelMap(BLOCKS, 4, 0.05)]
 
 
 def _table(n, seed):
-    rng = np.random.default_rng(seed)
-    x = np.zeros((n, 5))
-    x[:, 0] = rng.random(n)
-    x[:, 1] = rng.random(n) < 0.1
-    x[np.arange(n), 2 + rng.integers(0, 3, n)] = 1
-    return x, rng.integers(0, 3, n)
+    return _rows(n, seed, n_classes=3)
 
 
 def test_partial_sums_of_any_split_merge_to_the_sums_of_the_whole():

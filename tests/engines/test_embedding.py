@@ -8,13 +8,14 @@ from sdv_dpkme.features import Block, ProductKernelMap, SumKernelMap
 BLOCKS = [Block('a', 'numeric', (0, 1)), Block('c', 'categorical', (2, 3, 4))]
 
 
-def _table(n, seed):
+def _table(n, seed, n_classes=2):
+    """Encoded rows of BLOCKS (a nullable numeric column, a 3-bucket one-hot) and labels."""
     rng = np.random.default_rng(seed)
     x = np.zeros((n, 5))
     x[:, 0] = rng.random(n)
     x[:, 1] = rng.random(n) < 0.1
     x[np.arange(n), 2 + rng.integers(0, 3, n)] = 1
-    return x, rng.integers(0, 2, n)
+    return x, rng.integers(0, n_classes, n)
 
 
 def test_chunking_does_not_change_the_embedding():
