@@ -2,14 +2,17 @@
 
 Algorithm box (seed 002, §3-4; formulas in research/algorithms.md §3):
   input: private rows x_1..x_n (encoded, unit box) with labels; kernel k (FC-NTK); ridge lambda;
-         support size m_c per class; sampling rate q; clip norm C; steps T; learning rate.
+         support size m_c per class; sampling rate q; clip norm C; steps T; learning rate;
+         class-balance exponent b (0: off).
+  0. if b > 0: n_c <- class counts + N(0, (sigma_0 sqrt 2)^2) (one Gaussian release);
+     w_c <- (min_c' n_c' / n_c)^b, at most 1 (minority classes keep their full weight)
   1. X_s <- public noise (uniform on the unit box, model RNG); Y_s <- centred one-hot labels,
      fixed (y - 1/K for K label buckets). Never a private row.
   2. for t = 1..T:
        J   <- Poisson sample: each row independently with probability q (secret noise source)
        g_i <- d/dX_s l(X_s; x_i, y_i) for i in J, per example (torch.func vmap/grad), where
               l = 1/(2K) ||k(x_i, X_s) (K_ss + lambda tr(K_ss)/m I)^-1 Y_s - y_i||^2
-       g_i <- g_i / max(1, ||g_i|| / C)
+       g_i <- w_{y_i} g_i / max(1, ||g_i|| / C)     [norm <= C still: w <= 1]
        g   <- (sum_i g_i + N(0, (sigma C)^2 I)) / (q n)     [the expected batch size, public]
        X_s <- Adam(X_s, g)
   3. release (X_s, Y_s): post-processing of the T noisy gradients.
@@ -17,6 +20,7 @@ The T releases are one Poisson-subsampled Gaussian group of the fit's accountant
 sensitivity 2C of the clipped sum; see privacy/subsampled.py). Nothing here knows SDV.
 """
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -26,7 +30,7 @@ import torch
 from torch.func import grad, vmap
 from tqdm.auto import tqdm
 
-from sdv_dpkme.privacy import PoissonSubsampledGaussianMechanism
+from sdv_dpkme.privacy import GaussianMechanism, PoissonSubsampledGaussianMechanism
 
 
 @dataclass
@@ -39,6 +43,8 @@ class KIPSettings:
     learning_rate: float
     regularization: float
     device: object
+    class_balance: float = 0.0  # b of step 0
+    count_share: float = 0.02  # share of the budget's precision for the class counts
     max_chunk: int = 1024  # rows per vmap call: bounds the memory of per-example gradients
 
 
@@ -94,16 +100,50 @@ def per_example_gradients(kernel, support, support_y, x, y, regularization):
     return through_k_ss + a[:, :, None] * rows
 
 
-def clipped_gradient_sum(kernel, support, support_y, x, y, regularization, clip_norm, max_chunk):
-    """sum_i clip_C(d l(x_i, y_i) / d X_s) over the rows of ``x``, per example."""
+def clipped_gradient_sum(kernel, support, support_y, x, y, regularization, clip_norm, max_chunk,
+                         row_weights=None):
+    """sum_i w_i clip_C(d l(x_i, y_i) / d X_s) over the rows of ``x``, per example.
+
+    ``row_weights`` (one per row, in [0, 1]; default 1) scale each clipped gradient, so every
+    term's norm stays <= C and the sum's replace-one sensitivity stays 2C.
+    """
+    if row_weights is not None and not bool(((row_weights >= 0) & (row_weights <= 1)).all()):
+        raise ValueError('row weights must lie in [0, 1]: a larger one breaks the 2C sensitivity')
     total = torch.zeros_like(support)
     for start in range(0, len(x), max_chunk):
         g = per_example_gradients(kernel, support, support_y, x[start:start + max_chunk],
                                   y[start:start + max_chunk], regularization)
         norms = g.flatten(1).norm(dim=1)
         scale = torch.clamp(clip_norm / torch.clamp(norms, min=1e-300), max=1.0)
+        if row_weights is not None:
+            scale = scale * row_weights[start:start + max_chunk].to(scale)
         total = total + (g * scale[:, None, None]).sum(0)
     return total
+
+
+def release_class_counts(labels, n_classes, ledger, share):
+    """Noisy per-bucket row counts: one Gaussian release with ``share`` of the unspent budget.
+
+    Replace-one moves one row between two buckets: L2 sensitivity sqrt(2).
+    """
+    name = 'kip_class_counts'
+    counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=n_classes)
+    sigma = ledger.accountant.calibrate({name: (1.0, 1)}, fraction=share)[name]
+    noisy = GaussianMechanism(ledger.accountant, ledger.noise).release(
+        counts.astype(float), name=name, sensitivity=math.sqrt(2), noise_multiplier=sigma,
+        description=f'rows per label bucket ({n_classes} buckets), for the class-balance weights',
+    )
+    return noisy.numpy()
+
+
+def balance_weights(noisy_counts, supported, exponent):
+    """w_c = (n_ref / n_c)^b, capped at 1, where n_ref is the smallest noisy count among the
+    buckets that have support rows (a bucket without support rows, e.g. the out-of-domain one,
+    must not set the scale). Counts are floored at 1: noise can make them negative."""
+    counts = np.maximum(np.asarray(noisy_counts, dtype=float), 1.0)
+    supported = np.asarray(supported, dtype=bool)
+    reference = counts[supported].min()
+    return np.minimum(1.0, (reference / counts) ** float(exponent))
 
 
 def initial_support(counts, n_features, rng):
@@ -126,6 +166,12 @@ def fit(x, labels, n_classes, counts, kernel, settings, ledger, rng, verbose=Fal
     y = centred_one_hot(labels, n_classes)
     support, support_labels = initial_support(counts, x.shape[1], rng)
     support_y = centred_one_hot(support_labels, n_classes).to(device)
+    class_weights = None
+    if settings.class_balance > 0:
+        noisy = release_class_counts(labels, n_classes, ledger, settings.count_share)
+        class_weights = torch.as_tensor(
+            balance_weights(noisy, np.asarray(counts) > 0, settings.class_balance))
+    label_index = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     support = support.to(device).requires_grad_(True)
     mechanism = PoissonSubsampledGaussianMechanism(
         ledger.accountant, ledger.noise, name='kip_gradients',
@@ -143,8 +189,9 @@ def fit(x, labels, n_classes, counts, kernel, settings, ledger, rng, verbose=Fal
         s = support.detach()
         if len(batch):
             xb, yb = x[batch].to(device), y[batch].to(device)
+            weights = None if class_weights is None else class_weights[label_index[batch]]
             total = clipped_gradient_sum(kernel, s, support_y, xb, yb, settings.regularization,
-                                         settings.clip_norm, settings.max_chunk)
+                                         settings.clip_norm, settings.max_chunk, weights)
         else:  # an empty batch still spends its release: the noise alone
             total = torch.zeros_like(s)
         noisy = mechanism.release(total.detach().cpu()) / mechanism.expected_batch_size
@@ -154,7 +201,10 @@ def fit(x, labels, n_classes, counts, kernel, settings, ledger, rng, verbose=Fal
         history.append({'Step': step, 'Noisy gradient norm': float(noisy.norm())})
     if not torch.isfinite(support).all():
         warnings.warn('The support set holds non-finite values; lower learning_rate.')
-    return support.detach().cpu(), support_labels, pd.DataFrame(history)
+    history = pd.DataFrame(history)
+    if class_weights is not None:  # DP outputs: from the noisy counts
+        history.attrs['class_weights'] = class_weights.tolist()
+    return support.detach().cpu(), support_labels, history
 
 
 class KIPModel:

@@ -180,3 +180,60 @@ def test_each_step_draws_fresh_noise(monkeypatch):
     assert len(noises) == 8
     assert all(not torch.allclose(noises[i], noises[j])
                for i in range(8) for j in range(i + 1, 8))
+
+
+@pytest.mark.parametrize('clip', [1e-6, 0.1])
+def test_class_weighted_sums_still_move_by_at_most_2c(clip):
+    # the replacing row may change class, and with it its weight: still <= 2C
+    x, labels = _data(n=30)
+    y = kip.centred_one_hot(labels, 2)
+    sy = kip.centred_one_hot([0, 0, 1, 1], 2)
+    class_weights = torch.tensor([0.3, 1.0], dtype=torch.float64)
+    support = torch.rand(4, 5, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    base = kip.clipped_gradient_sum(KERNEL, support, sy, x, y, 1e-6, clip, 64,
+                                    class_weights[labels])
+    plain = kip.clipped_gradient_sum(KERNEL, support, sy, x, y, 1e-6, clip, 64)
+    assert not torch.allclose(base, plain)  # the weights do act
+    for row in (torch.zeros(5), torch.ones(5), support[2].clone()):
+        for label in (0, 1):
+            x2, y2, l2 = x.clone(), y.clone(), labels.clone()
+            x2[0], y2[0], l2[0] = row, kip.centred_one_hot([label], 2)[0], label
+            other = kip.clipped_gradient_sum(KERNEL, support, sy, x2, y2, 1e-6, clip, 64,
+                                             class_weights[l2])
+            assert float((base - other).norm()) <= 2 * clip * (1 + 1e-9)
+
+
+def test_row_weights_above_one_are_refused():
+    x, labels = _data(n=4)
+    with pytest.raises(ValueError, match=r'\[0, 1\]'):
+        kip.clipped_gradient_sum(KERNEL, x[:2], kip.centred_one_hot([0, 1], 2), x,
+                                 kip.centred_one_hot(labels, 2), 1e-6, 0.1, 64,
+                                 torch.full((4,), 1.5, dtype=torch.float64))
+
+
+def test_balance_weights_are_capped_and_scaled_by_the_supported_buckets():
+    # buckets: common, rare, out-of-domain (no support rows, noisy count may be negative)
+    w = kip.balance_weights([900.0, 100.0, -3.0], [True, True, False], 1.0)
+    np.testing.assert_allclose(w, [100 / 900, 1.0, 1.0])
+    w = kip.balance_weights([900.0, 100.0, 50.0], [True, True, False], 0.5)
+    np.testing.assert_allclose(w, [(100 / 900) ** 0.5, 1.0, 1.0])
+    assert np.all(kip.balance_weights([5.0, -2.0], [True, True], 1.0) <= 1.0)
+    np.testing.assert_allclose(kip.balance_weights([900.0, 100.0], [True, True], 0.0), [1, 1])
+
+
+def test_class_counts_are_one_gaussian_release_before_the_dp_sgd_group():
+    x, labels = _data(n=200)
+    labels = (torch.rand(200, generator=torch.Generator().manual_seed(9)) < 0.2).long()
+    (_, _, history), ledger = _fit(x, labels, class_balance=1.0, epsilon=50.0)
+    counts, steps = ledger.accountant.releases
+    assert counts.name == 'kip_class_counts' and steps.name == 'kip_gradients'
+    assert counts.sensitivity == pytest.approx(math.sqrt(2)) and counts.dimension == 2
+    # neighbouring tables (one row changes class) move the count vector by exactly sqrt(2)
+    flipped = labels.clone()
+    flipped[0] = 1 - flipped[0]
+    assert np.linalg.norm(np.bincount(labels, minlength=2) - np.bincount(flipped, minlength=2)) \
+        == pytest.approx(math.sqrt(2))
+    weights = history.attrs['class_weights']
+    n1 = int(labels.sum())
+    assert weights[1] == 1.0 and weights[0] == pytest.approx(n1 / (200 - n1), rel=0.3)
+    assert ledger.accountant.epsilon_spent() <= 50.0 * (1 + 1e-9)

@@ -48,6 +48,9 @@ def test_a_target_column_is_required():
     (dict(learning_rate='0.1'), 'learning_rate'),
     (dict(regularization=-1e-6), 'regularization'),
     (dict(ntk_depth=0), 'ntk_depth'),
+    (dict(class_balance=-0.5), 'class_balance'),
+    (dict(class_balance=2), 'class_balance'),
+    (dict(class_balance='balanced'), 'class_balance'),
     (dict(support_per_class=0), 'support_per_class'),
     (dict(support_per_class=True), 'support_per_class'),
     (dict(support_per_class={'yes': 2, 'maybe': 1}), 'maybe'),
@@ -101,20 +104,41 @@ def test_a_sampling_rate_of_one_means_every_row_every_step():
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
-    assert synth.get_privacy_report().releases[0].sampling_probability == 1.0
+    assert synth.get_privacy_report().releases[-1].sampling_probability == 1.0
 
 
-def test_the_report_holds_one_poisson_group_and_epsilon_recomputes(fitted):
+def test_the_report_holds_the_counts_and_one_poisson_group_and_epsilon_recomputes(fitted):
     report = fitted.get_privacy_report()
-    (row,) = report.releases
+    counts, row = report.releases
+    assert counts.name == 'kip_class_counts' and counts.sampling == 'none'
+    assert counts.sensitivity == pytest.approx(math.sqrt(2)) and counts.dimension == 3
     assert row.name == 'kip_gradients' and row.count == 15 and row.sampling_probability == 0.1
     assert row.sensitivity == pytest.approx(2 * fitted.clip_norm)
     assert 'Poisson' in row.sampling and 'replace-one' in report.neighbouring_relation
-    # independent recomputation (WBK Thm 9 in numpy, Balle et al. 2020 conversion)
-    alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count)
+    # the counts take 2% of the precision: 1/sigma_c^2 = 0.02 / sigma_eff(epsilon)^2
+    from sdv_dpkme.privacy.accountant import analytic_gaussian_multiplier
+    assert counts.noise_multiplier ** -2 == pytest.approx(
+        0.02 * analytic_gaussian_multiplier(1.0, report.delta) ** -2, rel=1e-9)
+    # independent recomputation (WBK Thm 9 in numpy + the plain Gaussian's alpha / 2 sigma^2,
+    # Balle et al. 2020 conversion)
+    alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count,
+                                plain=counts.noise_multiplier)
     assert report.epsilon_calibrated == pytest.approx(
         min(_bbghs_conversion(alphas, rdp, report.delta), 1.0), rel=1e-6)
     assert report.epsilon_calibrated <= 1.0
+    assert any('Class-balance weights' in note for note in report.notes)
+
+
+def test_without_class_balance_the_report_is_one_poisson_group():
+    synth = build(class_balance=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table()})
+    report = synth.get_privacy_report()
+    (row,) = report.releases
+    alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count)
+    assert report.epsilon_calibrated == pytest.approx(
+        min(_bbghs_conversion(alphas, rdp, report.delta), 1.0), rel=1e-6)
 
 
 def test_domain_discovery_and_dp_sgd_share_one_budget(table):
