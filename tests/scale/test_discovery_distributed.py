@@ -3,6 +3,7 @@ one noisy release on the driver, the same domains and releases as the in-memory 
 
 Noise seeds here are TEST ONLY (a known seed voids the guarantee)."""
 
+import os
 import pickle
 import warnings
 
@@ -13,6 +14,7 @@ from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer, fit_distributed
 from sdv_dpkme.domain import ColumnDomain
+from sdv_dpkme.domain import discovery
 from sdv_dpkme.domain.discovery import NAME, DiscoveryCounter
 from tests.conftest import FAST, FAST_MERF, make_metadata, make_table
 from tests.scale.test_fit_distributed import (  # noqa: F401 (released is a fixture)
@@ -144,7 +146,22 @@ def test_parquet_and_dask_discover_and_release_what_pandas_does(cls, table, tmp_
         _no_rare_value(fitted)
 
 
-def test_spark_discovers_and_releases_what_pandas_does(spark, table, released):
+def test_spark_discovers_and_releases_what_pandas_does_even_when_a_task_is_retried(
+        spark, table, tmp_path, monkeypatch, released):
+    marker = tmp_path / 'failed-once'
+    driver = os.getpid()
+
+    class FlakyCounter(DiscoveryCounter):
+        """The per-chunk count, except that the first worker to count rows dies mid-pass."""
+
+        def __call__(self, frame):
+            if os.getpid() != driver and not marker.exists():
+                marker.touch()
+                raise RuntimeError('simulated worker failure')
+            return super().__call__(frame)
+
+    # a local class: pickled by value to the workers; the in-memory fit uses it on the driver
+    monkeypatch.setattr(discovery, 'DiscoveryCounter', FlakyCounter)
     reference = _fit(_synth(), table)
     expected = list(released)
     released.clear()
@@ -152,6 +169,7 @@ def test_spark_discovers_and_releases_what_pandas_does(spark, table, released):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         fitted.fit({'t': spark.createDataFrame(table).repartition(3)})  # SDV's entry point
+    assert marker.exists()  # a discovery task failed and Spark ran it again: counted once
     _check_same_discovery(reference, fitted)
     _assert_same_fit(reference, fitted, expected, released)
     _no_rare_value(fitted)
