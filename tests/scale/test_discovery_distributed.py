@@ -13,9 +13,10 @@ import pytest
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer, fit_distributed
-from sdv_dpkme.domain import ColumnDomain
+from sdv_dpkme.domain import ColumnDomain, DomainError, discover
 from sdv_dpkme.domain import discovery
 from sdv_dpkme.domain.discovery import NAME, DiscoveryCounter
+from sdv_dpkme.privacy import GaussianMechanism, Ledger, NoiseSource, PrivacyAccountant
 from tests.conftest import FAST, FAST_MERF, make_metadata, make_table
 from tests.scale.test_fit_distributed import (  # noqa: F401 (released is a fixture)
     _assert_same_fit,
@@ -202,3 +203,26 @@ def test_discovery_off_is_refused_before_anything_is_read(tmp_path):
     synth.domain_budget_share = 0  # turned off after construction: checked again at fit
     with pytest.raises(SynthesizerInputError, match='Discovery is off here'):
         fit_distributed(synth, paths)
+
+
+class _ShrinkingRows:
+    """A source whose rows change between the count of n and discovery's pass."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def __len__(self):
+        return len(self.table)
+
+    def discovery_counts(self, counter):
+        return counter(self.table.iloc[1:])
+
+
+def test_rows_that_change_before_the_discovery_pass_release_nothing():
+    accountant = PrivacyAccountant(1.0, 1e-5)
+    noise = NoiseSource(0)
+    led = Ledger(accountant, noise, GaussianMechanism(accountant, noise))
+    undeclared = {'c': ColumnDomain(name='c', sdtype='categorical')}
+    with pytest.raises(DomainError, match='read 599 rows, but 600 were counted'):
+        discover(_ShrinkingRows(pd.DataFrame({'c': ['a', 'b'] * 300})), undeclared, led, 0.5)
+    assert accountant.releases == [] and accountant.reserved == []  # nothing spent or reserved
