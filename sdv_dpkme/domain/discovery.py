@@ -141,7 +141,8 @@ NULL = ('null',)
 
 
 def _value_order(value):
-    """Public sort key of a category value (``ColumnDomain.categories`` sorts the same way)."""
+    """Sort key of a category value: that of ``ColumnDomain.categories``, with ``repr`` to break
+    ties, so the order never depends on which chunk saw a value first."""
     return type(value).__name__, str(value), repr(value)
 
 
