@@ -18,6 +18,11 @@ Post-processing (costs nothing):
 - the share of rows each domain cuts = (n - noisy counts kept inside it) / n, n being public;
 - ``check_usable`` refuses a category list of one value (and a target with one class).
 
+Three steps, so a distributed fit runs the same code (sdv_dpkme.scale): (a) ``DiscoveryCounter``
+counts a chunk of rows; (b) partial ``DiscoveryCounts`` merge by ``+`` (exact integers; the
+engine's reduce); (c) ``discover`` adds the noise once to the merged counts, in a canonical key
+order, and thresholds. In memory, (a) runs on the whole table as one chunk.
+
 Before the release: a table with fewer rows than a column's threshold is refused (n and the
 thresholds are public), so a hopeless discovery spends nothing.
 
@@ -135,31 +140,106 @@ def _codes(data, domain):
 NULL = ('null',)
 
 
+def _value_order(value):
+    """Sort key of a category value: that of ``ColumnDomain.categories``, with ``repr`` to break
+    ties, so the order never depends on which chunk saw a value first."""
+    return type(value).__name__, str(value), repr(value)
+
+
+@dataclass
+class DiscoveryCounts:
+    """Exact counts of some rows for the columns to discover. PRIVATE: they only ever reach
+    the one noisy release in ``discover`` (never a log, a warning or the fitted object).
+
+    Partial counts of disjoint chunks merge by ``+`` (exact integer sums: associative and
+    commutative), so one chunk of the whole table, Parquet batches, Dask or Spark partitions give
+    the same counts. ``values[column]`` maps each value present to ``(representative, count)``:
+    equal values of different types (1 and 1.0 from partitions with different dtypes) merge as
+    pandas would, and keep the representative that sorts first, whatever the merge order.
+    """
+
+    n: int
+    bins: dict  # numeric column -> int64 count per bin of its public grid (data-independent length)
+    values: dict  # categorical column -> {value: (representative, count)}
+    nulls: dict  # column -> null count
+
+    def __add__(self, other):
+        if (list(self.bins) != list(other.bins) or list(self.values) != list(other.values)
+                or any(self.bins[c].shape != other.bins[c].shape for c in self.bins)):
+            raise ValueError('cannot merge discovery counts of different columns')
+        values = {}
+        for column, mine in self.values.items():
+            merged = dict(mine)
+            for value, (rep, count) in other.values[column].items():
+                if value in merged:
+                    old_rep, old_count = merged[value]
+                    rep = min(old_rep, rep, key=_value_order)
+                    count += old_count
+                merged[value] = (rep, count)
+            values[column] = merged
+        return DiscoveryCounts(
+            self.n + other.n, {c: b + other.bins[c] for c, b in self.bins.items()}, values,
+            {c: k + other.nulls[c] for c, k in self.nulls.items()},
+        )
+
+    def entries(self, columns):
+        """``[((column, key), count), ...]`` in a canonical order (grid order, values sorted,
+        null last per column): it does not depend on how the rows were split or ordered, so the
+        same noise draw lands on the same key on every path."""
+        out = []
+        for column in columns:
+            if column in self.bins:
+                out += [((column, ('bin', i)), int(c)) for i, c in enumerate(self.bins[column])]
+            else:
+                reps = sorted(self.values[column].values(), key=lambda item: _value_order(item[0]))
+                out += [((column, ('value', rep)), int(count)) for rep, count in reps]
+            out.append(((column, NULL), int(self.nulls[column])))
+        return out
+
+
+class DiscoveryCounter:
+    """Step (a) of discovery, per chunk of rows: a pandas frame -> its ``DiscoveryCounts``.
+
+    Holds only public facts (the undeclared columns' sdtypes and formats; the grids are module
+    constants), so it is pickled to the workers of a distributed fit; it keeps no state between
+    chunks, so a retried task recomputes the same counts.
+    """
+
+    def __init__(self, undeclared):
+        self.domains = dict(undeclared)
+        self.columns = list(undeclared)
+
+    def __call__(self, frame):
+        bins, values, nulls = {}, {}, {}
+        for column, domain in self.domains.items():
+            data = frame[column]
+            if domain.is_numeric:
+                codes = _codes(data, domain)
+                n_bins = len(grid_for(domain)) + 1
+                bins[column] = np.bincount(codes[codes >= 0], minlength=n_bins).astype(np.int64)
+                nulls[column] = int((codes < 0).sum())
+            else:
+                series = pd.Series(np.asarray(data, dtype=object))
+                present = series.value_counts(dropna=True, sort=False)
+                values[column] = {v: (v, int(c)) for v, c in present.items()}
+                nulls[column] = int(series.isna().sum())
+        return DiscoveryCounts(len(frame), bins, values, nulls)
+
+
 def column_counts(data, domain):
     """Exact counts of one column: ``[(key, count), ...]``. PRIVATE: only ever released noised.
 
     Keys: ``('bin', i)`` for every bin of a numeric column's grid (all of them, data-independent),
     ``('value', v)`` for each value present in a categorical column, and ``NULL``.
     """
-    if domain.is_numeric:
-        codes = _codes(data, domain)
-        n_bins = len(grid_for(domain)) + 1
-        counts = np.bincount(codes[codes >= 0], minlength=n_bins)
-        out = [(('bin', i), int(c)) for i, c in enumerate(counts)]
-        return out + [(NULL, int((codes < 0).sum()))]
-    series = pd.Series(np.asarray(data, dtype=object))
-    present = series.value_counts(dropna=True, sort=False)
-    out = [(('value', v), int(c)) for v, c in present.items()]
-    return out + [(NULL, int(series.isna().sum()))]
+    frame = pd.DataFrame({domain.name: data})
+    counts = DiscoveryCounter({domain.name: domain})(frame)
+    return [(key, count) for (_, key), count in counts.entries([domain.name])]
 
 
 def count_vector(table, domains):
     """``{(column, key): count}`` over all columns to discover; each row adds k ones."""
-    return {
-        (column, key): count
-        for column, domain in domains.items()
-        for key, count in column_counts(table[column], domain)
-    }
+    return dict(DiscoveryCounter(domains)(table).entries(list(domains)))
 
 
 def sensitivity(n_columns):
@@ -213,9 +293,13 @@ def _bounds_from_bins(cleared, edges, integer, snap_to_zero=True):
     return float(low), float(high)
 
 
-def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
+def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
     """Release the histograms of ``undeclared`` columns once and derive their domains.
 
+    ``rows``: the pandas table (counted as one chunk), or a distributed row source: ``len`` (n,
+    public) and ``discovery_counts(counter)``, the merge of ``counter`` (a ``DiscoveryCounter``)
+    mapped over its chunks. Either way the merged exact counts reach only the noise step below,
+    so both paths release the same values for the same noise draw.
     ``undeclared`` maps columns to ColumnDomain holding their public facts. The release spends
     ``budget_share`` of the unspent precision of ``ledger.accountant`` (and reserves
     ``delta_share`` of delta when a categorical column is discovered). Returns a ``Discovery``;
@@ -251,7 +335,7 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
              if reservation is not None else (0.5 if categorical else None))
     t_num = {c: float(numeric_threshold(noise_std, len(grid_for(undeclared[c])) + 1))
              for c in columns if undeclared[c].is_numeric}
-    n_rows = len(table)  # public under replace-one adjacency
+    n_rows = len(rows)  # public under replace-one adjacency
     hopeless = [c for c in columns if n_rows < (t_num[c] if c in t_num else t_cat)]
     if hopeless:  # even a value held by every row would fail: refuse before spending anything
         if reservation is not None:
@@ -259,11 +343,17 @@ def discover(table, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
         raise DomainError(_hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat,
                                             noise_std, budget_share))
 
-    keys, counts = [], []
-    for column in columns:
-        for key, count in column_counts(table[column], undeclared[column]):
-            keys.append((column, key))
-            counts.append(count)
+    counter = DiscoveryCounter({c: undeclared[c] for c in columns})
+    exact = counter(rows) if isinstance(rows, pd.DataFrame) else rows.discovery_counts(counter)
+    if exact.n != n_rows:  # nothing is released yet
+        if reservation is not None:
+            accountant.reserved.remove(reservation)
+        raise DomainError(
+            f'The discovery pass read {exact.n:,} rows, but {n_rows:,} were counted before it: '
+            'the data changed during the fit. Nothing was released; fit again on stable data.'
+        )
+    keys, counts = map(list, zip(*exact.entries(columns)))
+    del exact  # exact counts are never kept
     public_dim = sum(len(grid_for(undeclared[c])) + 2 for c in t_num) + len(categorical)
     epsilon_alone = (
         math.inf if sigma == 0 else

@@ -1,9 +1,14 @@
 """``fit_distributed``: SDV's fit on rows that are not one pandas DataFrame in memory.
 
-The driver does what an in-memory fit does, except the pass over the rows:
-  1. the public domains (declared: discovery needs its own pass, see below), the row count n
-     (public under replace-one adjacency) and the table-wide SDV checks on a few rows;
-  2. the data processor, fitted from the public domains (the few rows only give it the columns);
+The driver does what an in-memory fit does, except the passes over the rows:
+  1. the declared public domains, the row count n (public under replace-one adjacency) and the
+     table-wide SDV checks on a few rows;
+  2. domain discovery, if some modelled column has no declared domain: a pass of its own (the
+     encoder depends on the discovered domains, so it comes first), where the workers get the
+     public ``DiscoveryCounter``, count their rows over the public grids and values, the engine's
+     reduce adds the partial counts, and the driver adds the noise once (``discover``, exactly as
+     in memory); then the data processor, fitted from the public domains (the few rows only give
+     it the columns);
   3. the method draws its feature maps with the model RNG (public) and the engine asks the row
      source for the partial sums of every term: the workers get the processor and the feature
      maps, encode their rows, sum phi(x) y^T per class, and the engine's reduce adds the partials;
@@ -34,8 +39,9 @@ def fit_distributed(synthesizer, data, table_name=None):
             directory (every ``*.parquet`` under it) or list of files, with the metadata's columns.
         table_name: optional; checked against the metadata's table.
 
-    Every modelled column needs a declared public domain (DP domain discovery runs in memory
-    only). The privacy report is that of an in-memory fit of the same rows. Returns the
+    Columns without a declared public domain are discovered under DP in a pass of their own
+    before the embedding pass (two passes over the rows; n is public and counted once). The
+    releases and the privacy report are those of an in-memory fit of the same rows. Returns the
     synthesizer (fitted).
     """
     try:
@@ -45,7 +51,7 @@ def fit_distributed(synthesizer, data, table_name=None):
     _check_supported(synthesizer)
     if table_name is not None:
         synthesizer._validate_table_name(table_name)
-    _check_declared(synthesizer)
+    synthesizer._resolve_domains()  # bad declarations, or discovery off, fail before any read
     columns = list(synthesizer._original_metadata._convert_to_single_table().columns)
     try:
         source.check_columns(columns)
@@ -66,7 +72,8 @@ def fit_distributed(synthesizer, data, table_name=None):
     synthesizer._random_state_set = False
     synthesizer.validate({synthesizer._table_name: head})
     head = synthesizer._preprocess_helper(head)
-    synthesizer._prepare_encoding(head)
+    verbose = bool(getattr(synthesizer, 'verbose', False))
+    synthesizer._prepare_encoding(head, rows=DiscoveryRows(source, n, head.iloc[:0], verbose))
     processor = synthesizer._data_processor
     processed = processor.transform(head)
     encoded = list(processed.columns)
@@ -109,6 +116,26 @@ class SourceRows:
         return total
 
 
+class DiscoveryRows:
+    """Discovery's pass over a source: the merged partial counts of a ``DiscoveryCounter``.
+
+    Runs before the embedding pass, since the encoder is built from the discovered domains. The
+    exact counts go from the engine's reduce straight to ``discover``, which noises them once.
+    """
+
+    def __init__(self, source, n, empty, verbose=False):
+        self.source, self.n, self.empty, self.verbose = source, n, empty, verbose
+
+    def __len__(self):
+        return self.n
+
+    def discovery_counts(self, counter):
+        total = self.source.map_reduce(counter, counter.columns, self.verbose,
+                                       desc='Counting private rows for domain discovery')
+        # no rows read: zero counts, so discover reports the mismatch with n
+        return counter(self.empty) if total is None else total
+
+
 def _check_supported(synthesizer):
     one_pass = getattr(synthesizer, '_fits_in_one_pass', None)
     if one_pass is None or not one_pass():
@@ -119,15 +146,4 @@ def _check_supported(synthesizer):
             'needs the rows at hand (DP-KIP runs DP-SGD on Poisson-subsampled rows, DP-MERF '
             "releases='minibatch' draws secret batches). Distributed fits support "
             f'{SUPPORTED}. Fit this synthesizer in memory with fit() on a pandas DataFrame.'
-        )
-
-
-def _check_declared(synthesizer):
-    _, undeclared = synthesizer._resolve_domains()
-    if undeclared:
-        raise SynthesizerInputError(
-            f'Distributed fits need a declared public domain for every modelled column; '
-            f'{sorted(undeclared)} have none. Declare them (known_min_max_values, '
-            'known_categories, nullable_columns or domain=...; see docs/domains.md): DP domain '
-            'discovery runs on in-memory fits only.'
         )

@@ -1,8 +1,10 @@
 """Where the private rows live: Parquet files read batch by batch, a Dask or a Spark DataFrame.
 
 Each source gives the number of rows, a few rows for the driver (to fit the processor: its
-transformers come from the public domains and learn nothing from them), and the merged
-``ClassSums`` of a ``PartitionEncoder`` mapped over all its rows. The merge is the engine's own
+transformers come from the public domains and learn nothing from them), and ``map_reduce``: a
+function of a pandas chunk (a ``PartitionEncoder`` -> ``ClassSums`` for the embedding pass, a
+``DiscoveryCounter`` -> ``DiscoveryCounts`` for domain discovery's pass) mapped over all its rows,
+and the partial results added with ``+``. The merge is the engine's own
 deterministic reduce of the partitions' return values (Dask's task graph, Spark's
 ``treeReduce``), never a side effect such as an accumulator: a retried or speculative task
 recomputes its partition's value, and the reduce takes one value per partition, so no partition
@@ -18,6 +20,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from sdv_dpkme.engines.accumulate import merge
+
+EMBEDDING = 'Embedding private rows'
 
 #: rows a Parquet batch holds in memory (then encoded in blocks of ``PartitionEncoder.block``)
 PARQUET_BATCH_ROWS = 65_536
@@ -111,18 +115,22 @@ class ParquetSource:
 
     def accumulate(self, encoder, verbose=False):
         encoder.record_warnings = True  # one batch at a time: repeat each warning once
+        return merge([self.map_reduce(encoder, encoder.columns, verbose)])
+
+    def map_reduce(self, function, columns, verbose=False, desc=EMBEDDING):
+        """Sum of ``function`` over the row-group batches of ``columns`` (None: no rows)."""
         groups = [(p, g) for p in self.files for g in range(self._file(p).num_row_groups)]
         total = None
         current, reader = None, None
-        for path, group in tqdm(groups, desc='Embedding private rows (row groups)',
-                                disable=not verbose, leave=False):
+        for path, group in tqdm(groups, desc=f'{desc} (row groups)', disable=not verbose,
+                                leave=False):
             if path != current:
                 current, reader = path, self._file(path)
             for batch in reader.iter_batches(batch_size=self.batch_rows, row_groups=[group],
-                                             columns=encoder.columns):
-                part = encoder(batch.to_pandas())
+                                             columns=columns):
+                part = function(batch.to_pandas())
                 total = part if total is None else total + part
-        return merge([total])
+        return total
 
 
 # -------------------------------------------------------------------------------------- Dask
@@ -149,30 +157,47 @@ class DaskSource:
         return first
 
     def accumulate(self, encoder, verbose=False):
-        import dask
-
         # encoders run in threads here: their warnings are shown as they come, not recorded
         encoder.record_warnings = False
-        encode = dask.delayed(encoder, pure=True)  # one copy of the public encoder in the graph
+        return merge([self.map_reduce(encoder, encoder.columns, verbose)])
+
+    def map_reduce(self, function, columns, verbose=False, desc=EMBEDDING):
+        """``function`` per partition of ``columns``, then a tree of sums in the task graph."""
+        import dask
+
+        apply = dask.delayed(function, pure=True)  # one copy of the public function in the graph
         tag = f'sdv-dpkme-partial-{uuid.uuid4().hex}'
-        level = [encode(part, dask_key_name=(tag, i))
-                 for i, part in enumerate(self.frame[encoder.columns].to_delayed())]
+        level = [apply(part, dask_key_name=(tag, i))
+                 for i, part in enumerate(self.frame[columns].to_delayed())]
         while len(level) > 1:
-            level = [dask.delayed(merge, pure=True)(level[i : i + TREE_FAN_IN])
+            level = [dask.delayed(_sum, pure=True)(level[i : i + TREE_FAN_IN])
                      for i in range(0, len(level), TREE_FAN_IN)]
-        with _DaskProgress(tag, self.frame.npartitions, verbose):
+        if not level:
+            return None
+        with _DaskProgress(tag, self.frame.npartitions, verbose, desc):
             (total,) = dask.compute(level[0])
-        return merge([total])
+        return total
 
 
-def _DaskProgress(tag, total, verbose):
+def _sum(parts):
+    """Sum of partial results (None: an empty partition)."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def _DaskProgress(tag, total, verbose, desc=EMBEDDING):
     """A tqdm bar over the partition tasks (local schedulers run the callbacks)."""
     from dask.callbacks import Callback
 
     class Progress(Callback):
         def _start(self, dsk):
-            self.bar = tqdm(total=total, desc='Embedding private rows (partitions)',
-                            disable=not verbose, leave=False)
+            self.bar = tqdm(total=total, desc=f'{desc} (partitions)', disable=not verbose,
+                            leave=False)
 
         def _posttask(self, key, result, dsk, state, worker_id):
             if isinstance(key, tuple) and key and key[0] == tag:
@@ -212,27 +237,31 @@ class SparkSource:
 
     def accumulate(self, encoder, verbose=False):
         encoder.record_warnings = True  # the workers' warnings come back with their sums
+        return merge([self.map_reduce(encoder, encoder.columns, verbose)])
 
-        def partial_sums(batches):
+    def map_reduce(self, function, columns, verbose=False, desc=EMBEDDING):
+        """``function`` per Arrow batch in ``mapInPandas``, summed per partition; one pickled
+        partial per partition, then ``treeReduce`` (None: every partition empty)."""
+
+        def partials(batches):
             total = None
             for frame in batches:  # Arrow batches of one partition
-                part = encoder(frame)
+                part = function(frame)
                 total = part if total is None else total + part
             if total is not None:
                 yield _pandas().DataFrame({'partial': [pickle.dumps(total)]})
 
-        partials = (self.frame.select(*encoder.columns)
-                    .mapInPandas(partial_sums, schema='partial binary')
-                    .rdd.map(lambda row: pickle.loads(bytes(row.partial))))
+        rdd = (self.frame.select(*columns)
+               .mapInPandas(partials, schema='partial binary')
+               .rdd.map(lambda row: pickle.loads(bytes(row.partial))))
         spark = self.frame.sparkSession
-        with _SparkProgress(spark.sparkContext, verbose):
+        with _SparkProgress(spark.sparkContext, verbose, desc):
             try:
-                total = partials.treeReduce(lambda a, b: a + b)
+                return rdd.treeReduce(lambda a, b: a + b)
             except ValueError as err:  # every partition empty: nothing to reduce
                 if 'empty' not in str(err).lower():
                     raise
-                total = None
-        return merge([total])
+                return None
 
 
 def _pandas():
@@ -244,16 +273,16 @@ def _pandas():
 class _SparkProgress:
     """A tqdm bar over the tasks (= partitions) of the pass, polled from Spark's status tracker."""
 
-    def __init__(self, context, verbose):
-        self.context, self.verbose = context, verbose
+    def __init__(self, context, verbose, desc=EMBEDDING):
+        self.context, self.verbose, self.desc = context, verbose, desc
 
     def __enter__(self):
         if not self.verbose:
             return self
         self.group = f'sdv-dpkme-{uuid.uuid4().hex}'
-        self.context.setJobGroup(self.group, 'sdv_dpkme: partial sums of the private rows')
+        self.context.setJobGroup(self.group, f'sdv_dpkme: {self.desc.lower()}')
         self.stop = threading.Event()
-        self.bar = tqdm(desc='Embedding private rows (partitions)', leave=False)
+        self.bar = tqdm(desc=f'{self.desc} (partitions)', leave=False)
         self.thread = threading.Thread(target=self._poll, daemon=True)
         self.thread.start()
         return self

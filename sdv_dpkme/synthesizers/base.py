@@ -203,13 +203,15 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         declared = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
         return declared, undeclared
 
-    def _discover_domains(self, table_data):
-        """Declared domains, plus one DP release for the columns that have none."""
+    def _discover_domains(self, table_data, rows=None):
+        """Declared domains, plus one DP release for the columns that have none (counted on
+        ``rows``, a distributed row source, when given; else on ``table_data``)."""
         declared, undeclared = self._resolve_domains()
         self._discovery = None
         self._undeclared = undeclared
         if undeclared:
-            discovery = discover(table_data, undeclared, self._ledger, self.domain_budget_share)
+            discovery = discover(table_data if rows is None else rows, undeclared, self._ledger,
+                                 self.domain_budget_share)
             warn_discovered(discovery)
             check_usable(discovery, self.target_column)  # kept only if usable
             self._discovery = discovery
@@ -311,14 +313,15 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         self._prepare_encoding(table_data)
         return self._data_processor.transform(table_data)
 
-    def _prepare_encoding(self, table_data):
+    def _prepare_encoding(self, table_data, rows=None):
         """Open the fit's ledger, settle the domains (discovery spends here) and fit the
         processor: public-domain transformers, so ``table_data`` teaches it nothing (a distributed
-        fit passes a few rows only to give it the columns and dtypes)."""
+        fit passes a few rows only to give it the columns and dtypes, and its row source as
+        ``rows`` for discovery's own pass)."""
         processor = self._data_processor
         self._open_ledger()
         try:
-            self._discover_domains(table_data)
+            self._discover_domains(table_data, rows)
         except DomainError as err:
             raise SynthesizerInputError(str(err)) from None
         self._check_increments()  # discovered bounds too

@@ -187,10 +187,3 @@ def test_synthesizers_without_a_one_pass_fit_say_which_can(tmp_path):
         with pytest.raises(SynthesizerInputError,
                            match=r"DPHPSynthesizer and DPMERFSynthesizer \(releases='single'\)"):
             fit_distributed(synth, paths)
-
-
-def test_undeclared_domains_are_refused_before_anything_is_read(tmp_path):
-    synth = DPHPSynthesizer(make_metadata(), epsilon=1.0, known_categories=CATEGORIES,
-                            target_column='label', **FAST)
-    with pytest.raises(SynthesizerInputError, match=r"\['age', 'income', 'when'\] have none"):
-        fit_distributed(synth, _parquet(make_table(300), tmp_path, cuts=(100,)))
