@@ -46,7 +46,7 @@ always use the bundled domain): ``bundled`` (default), the hand-tuned ``adult_do
 and ``known_categories``, every other argument default, no ``target_column``), so the default
 encoding rule of docs/domains.md picks each numerical column's scale; ``plain-linear``, the same
 with every numerical column declared ``'linear'``, which is what a plain declaration got before
-that rule.
+that rule; ``plain-integers``, the plain declaration plus ``integer_columns``.
 """
 
 from __future__ import annotations
@@ -91,6 +91,9 @@ DOMAIN_ARMS = {
     'plain': 'a plain declaration: known_min_max_values and known_categories of '
              '`adult_domain.json` only, every other argument default (no target_column, no '
              'integer columns, no scales: the default encoding rule of docs/domains.md decides)',
+    'plain-integers': 'the plain declaration plus integer_columns (all six numerical columns, '
+                      'as the warning on undeclared integer columns asks); no target_column, '
+                      'no scales: the default encoding rule decides',
     'plain-linear': 'the plain declaration with every numerical column declared '
                     "scale='linear' (what the plain declaration gave before the default "
                     'encoding rule); no target_column',
@@ -287,6 +290,8 @@ def _declaration(domain, arm):
     if arm == 'plain-linear':
         plain['domain'] = {'columns': {c: {'scale': 'linear'}
                                        for c in domain['known_min_max_values']}}
+    if arm == 'plain-integers':
+        plain['domain'] = {'integer_columns': list(domain['integer_columns'])}
     return plain
 
 
