@@ -280,11 +280,13 @@ def _timed_fit_sample(synthesizer, train, row):
     return table
 
 
-def _declaration(domain, arm):
-    """Constructor arguments that declare Adult to DP-HP / DP-MERF for a --domain arm."""
+def _declaration(domain, arm, target=False):
+    """Constructor arguments that declare Adult to DP-HP / DP-MERF for a --domain arm
+    (``target``: a plain arm also names target_column, as the bundled one always does)."""
     if arm == 'bundled':
         return dict(domain=domain, target_column=TARGET)
-    plain = dict(known_min_max_values={c: tuple(b) for c, b in
+    plain = dict(target_column=TARGET) if target else {}
+    plain.update(known_min_max_values={c: tuple(b) for c, b in
                                        domain['known_min_max_values'].items()},
                  known_categories=domain['known_categories'])
     if arm == 'plain-linear':
@@ -305,7 +307,7 @@ def _fit_dpkme(task, train, metadata, domain, row):
         random_state=task['seed'],
         device=task['device'],
         verbose=False,
-        **_declaration(domain, task.get('domain', 'bundled')),
+        **_declaration(domain, task.get('domain', 'bundled'), task.get('target', False)),
     )
     extra = dict(task['model_kwargs'].get(task['method'], {}))
     accepted = inspect.signature(cls.__init__).parameters
@@ -711,7 +713,8 @@ def estimate_seconds(tasks, previous=None):
 
 def build_tasks(args, available):
     base = {'quick': args.quick, 'device': args.device, 'classifiers': args.classifiers,
-            'domain': args.domain, 'torch_threads': args.torch_threads,
+            'domain': args.domain, 'target': args.target,
+            'torch_threads': args.torch_threads,
             'model_kwargs': args.model_kwargs, 'smartnoise_python': str(args.smartnoise_python),
             'smartnoise_timeout': args.smartnoise_timeout}
     tasks = [dict(base, method='reference', label=REFERENCE_LABEL, epsilon=float('nan'),
@@ -783,7 +786,9 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
         'sampling; the privacy noise is always fresh, so runs differ even at equal seeds.',
         '- **DP-HP / DP-MERF** (`sdv_dpkme`): `DPHPSynthesizer` / `DPMERFSynthesizer(metadata, '
         f'epsilon=ε, delta={DELTA:g}, random_state=seed, …)` declared with '
-        f'`--domain {args.domain}`: {DOMAIN_ARMS[args.domain]}; '
+        f'`--domain {args.domain}`: {DOMAIN_ARMS[args.domain]}'
+        + ('; with --target: target_column="income" too' if args.target
+           and args.domain != 'bundled' else '') + '; '
         f'model kwargs {mk.get("dphp") or "default"} / {mk.get("dpmerf") or "default"}. '
         'The defaults include the fine-scale `marginals` release (`marginal_length_scale` 0.01 '
         'for DP-HP, 0.02 for DP-MERF), the `pairs` release (`pair_length_scale=0.1`), the '
@@ -1008,6 +1013,9 @@ def parse_args(argv=None):
                         help='comma-separated ε values; "inf" = no noise (DP-HP/DP-MERF only)')
     parser.add_argument('--seeds', default='0,1,2', help='comma-separated seeds')
     parser.add_argument('--out', default=str(BENCH / 'results'), help='output folder')
+    parser.add_argument('--target', action='store_true',
+                        help='plain arms also pass target_column="income" (outputs get a '
+                             '_target suffix)')
     parser.add_argument('--torch-threads', type=int, default=None,
                         help='torch threads of each run (default: torch\'s own)')
     parser.add_argument('--domain', default='bundled', choices=tuple(DOMAIN_ARMS),
@@ -1079,7 +1087,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     stem = 'adult_quick' if args.quick else 'adult'
     if args.domain != 'bundled':
-        stem = f'{stem}_domain_{args.domain.replace("-", "_")}'
+        stem = f'{stem}_domain_{args.domain.replace("-", "_")}' + ('_target' if args.target else '')
     paths = {key: out / f'{stem}{suffix}' for key, suffix in (
         ('md', '.md'), ('csv', '.csv'), ('tstr', '_tstr.csv'),
         ('quality', '_quality.png'), ('time', '_time.png'))}
