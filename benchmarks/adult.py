@@ -252,6 +252,12 @@ def _scores(test, table, metadata, domain, classifiers):
     keys = ('quality', 'column_shapes', 'column_pair_trends', 'diagnostic',
             'tstr_roc_auc', 'tstr_pr_auc') + tuple(f'tv_alpha{a}' for a in ALPHAS)
     row = {key: float(result[key]) for key in keys}
+    # where the quality is lost: the worst columns and pairs (evaluate's details, worst first)
+    shapes = result['column_shape_details'].dropna(subset=['Score']).head(4)
+    pairs = result['pair_trend_details'].dropna(subset=['Score']).head(4)
+    row['worst_shapes'] = '; '.join(f"{r['Column']} {r['Score']:.3f}" for _, r in shapes.iterrows())
+    row['worst_pairs'] = '; '.join(f"{r['Column 1']} x {r['Column 2']} {r['Score']:.3f}"
+                                   for _, r in pairs.iterrows())
     tstr = result['tstr_table']
     per_classifier = tstr.loc[tstr['classifier'] != 'mean']
     row['n_classifiers'] = int(per_classifier['roc_auc'].notna().sum())
