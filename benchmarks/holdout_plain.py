@@ -68,6 +68,9 @@ def run(arm, seed, method, data, meta):
             'column_pair_trends': scores['column_pair_trends'],
             'tstr_roc_auc': scores['tstr_roc_auc'], 'tstr_pr_auc': scores['tstr_pr_auc'],
             'tv_alpha3': scores['tv_alpha3'], 'fit_s': fit_s,
+            'worst_shapes': '; '.join(
+                f"{r['Column']} {r['Score']:.3f}" for _, r in
+                scores['column_shape_details'].dropna(subset=['Score']).head(4).iterrows()),
             'scales': ' '.join(f'{c}:{s}' for c, s in scales.items() if s != 'linear')}
 
 
