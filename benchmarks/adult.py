@@ -38,6 +38,15 @@ Usage::
     python benchmarks/adult.py --resume           # continue an interrupted run
     python benchmarks/adult.py --quick            # smoke run (a few minutes)
     python benchmarks/adult.py --methods dphp,mst --epsilons 1 --seeds 0
+    python benchmarks/adult.py --methods dphp --epsilons 1 --domain plain   # -> adult_domain_plain.*
+
+``--domain`` picks what DP-HP / DP-MERF are told about Adult (the other methods and the scoring
+always use the bundled domain): ``bundled`` (default), the hand-tuned ``adult_domain.json``;
+``plain``, what a user who declares only bounds and categories passes (``known_min_max_values``
+and ``known_categories``, every other argument default, no ``target_column``), so the default
+encoding rule of docs/domains.md picks each numerical column's scale; ``plain-linear``, the same
+with every numerical column declared ``'linear'``, which is what a plain declaration got before
+that rule; ``plain-integers``, the plain declaration plus ``integer_columns``.
 """
 
 from __future__ import annotations
@@ -73,6 +82,22 @@ TARGET = 'income'
 TABLE = 'adult'
 ALPHAS = (3, 4)
 REFERENCE_LABEL = 'real training data'
+#: --domain choices: what DP-HP / DP-MERF are told about the table (see the module docstring)
+DOMAIN_ARMS = {
+    'bundled': 'the public Adult domain `adult_domain.json`: bounds, categories, integer '
+               'columns, log scale for capital-gain and capital-loss, educational-num and '
+               'hours-per-week one-hot over their integer values (`discrete`), age linear; '
+               'target_column="income"',
+    'plain': 'a plain declaration: known_min_max_values and known_categories of '
+             '`adult_domain.json` only, every other argument default (no target_column, no '
+             'integer columns, no scales: the default encoding rule of docs/domains.md decides)',
+    'plain-integers': 'the plain declaration plus integer_columns (all six numerical columns, '
+                      'as the warning on undeclared integer columns asks); no target_column, '
+                      'no scales: the default encoding rule decides',
+    'plain-linear': 'the plain declaration with every numerical column declared '
+                    "scale='linear' (what the plain declaration gave before the default "
+                    'encoding rule); no target_column',
+}
 
 #: CTGAN epochs for the full run. Measured on the full 39,073-row train split on the
 #: 2-core reference machine (shared, load average ~4.5): fit = 212 s with 1 epoch and
@@ -153,6 +178,8 @@ BAR_EPSILON = 1.0
 #: Columns of the summary tables: (column, header, format).
 METRICS = (
     ('quality', 'quality', '{:.3f}'),
+    ('column_shapes', 'shapes', '{:.3f}'),
+    ('column_pair_trends', 'pair trends', '{:.3f}'),
     ('diagnostic', 'diagnostic', '{:.3f}'),
     ('tstr_roc_auc', 'ROC-AUC', '{:.3f}'),
     ('tstr_pr_auc', 'PR-AUC', '{:.3f}'),
@@ -225,6 +252,12 @@ def _scores(test, table, metadata, domain, classifiers):
     keys = ('quality', 'column_shapes', 'column_pair_trends', 'diagnostic',
             'tstr_roc_auc', 'tstr_pr_auc') + tuple(f'tv_alpha{a}' for a in ALPHAS)
     row = {key: float(result[key]) for key in keys}
+    # where the quality is lost: the worst columns and pairs (evaluate's details, worst first)
+    shapes = result['column_shape_details'].dropna(subset=['Score']).head(4)
+    pairs = result['pair_trend_details'].dropna(subset=['Score']).head(4)
+    row['worst_shapes'] = '; '.join(f"{r['Column']} {r['Score']:.3f}" for _, r in shapes.iterrows())
+    row['worst_pairs'] = '; '.join(f"{r['Column 1']} x {r['Column 2']} {r['Score']:.3f}"
+                                   for _, r in pairs.iterrows())
     tstr = result['tstr_table']
     per_classifier = tstr.loc[tstr['classifier'] != 'mean']
     row['n_classifiers'] = int(per_classifier['roc_auc'].notna().sum())
@@ -253,6 +286,23 @@ def _timed_fit_sample(synthesizer, train, row):
     return table
 
 
+def _declaration(domain, arm, target=False):
+    """Constructor arguments that declare Adult to DP-HP / DP-MERF for a --domain arm
+    (``target``: a plain arm also names target_column, as the bundled one always does)."""
+    if arm == 'bundled':
+        return dict(domain=domain, target_column=TARGET)
+    plain = dict(target_column=TARGET) if target else {}
+    plain.update(known_min_max_values={c: tuple(b) for c, b in
+                                       domain['known_min_max_values'].items()},
+                 known_categories=domain['known_categories'])
+    if arm == 'plain-linear':
+        plain['domain'] = {'columns': {c: {'scale': 'linear'}
+                                       for c in domain['known_min_max_values']}}
+    if arm == 'plain-integers':
+        plain['domain'] = {'integer_columns': list(domain['integer_columns'])}
+    return plain
+
+
 def _fit_dpkme(task, train, metadata, domain, row):
     import sdv_dpkme
 
@@ -260,11 +310,10 @@ def _fit_dpkme(task, train, metadata, domain, row):
     kwargs = dict(
         epsilon=task['epsilon'],
         delta=DELTA,
-        domain=domain,
-        target_column=TARGET,
         random_state=task['seed'],
         device=task['device'],
         verbose=False,
+        **_declaration(domain, task.get('domain', 'bundled'), task.get('target', False)),
     )
     extra = dict(task['model_kwargs'].get(task['method'], {}))
     accepted = inspect.signature(cls.__init__).parameters
@@ -359,6 +408,8 @@ def run_task(task):
     warnings.filterwarnings('ignore', category=DeprecationWarning)
     import torch
 
+    if task.get('torch_threads'):
+        torch.set_num_threads(task['torch_threads'])
     train, test, metadata, domain = _load_split(task['quick'])
     row = {
         'method': task['method'],
@@ -668,6 +719,8 @@ def estimate_seconds(tasks, previous=None):
 
 def build_tasks(args, available):
     base = {'quick': args.quick, 'device': args.device, 'classifiers': args.classifiers,
+            'domain': args.domain, 'target': args.target,
+            'torch_threads': args.torch_threads,
             'model_kwargs': args.model_kwargs, 'smartnoise_python': str(args.smartnoise_python),
             'smartnoise_timeout': args.smartnoise_timeout}
     tasks = [dict(base, method='reference', label=REFERENCE_LABEL, epsilon=float('nan'),
@@ -692,6 +745,8 @@ def build_tasks(args, available):
 def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
     quick = args.quick
     lines = ['# Synthesizers on UCI Adult'
+             + (f' (DP-HP / DP-MERF declared with --domain {args.domain})'
+                if args.domain != 'bundled' else '')
              + (' — QUICK SMOKE RUN (not a benchmark result)' if quick else '')]
     lines.append('')
     lines.append(f'Generated {machine["date"]} by `{machine["command"]}`; '
@@ -736,10 +791,10 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
         f', δ = {DELTA:g} for every DP method. The seed fixes model initialisation and '
         'sampling; the privacy noise is always fresh, so runs differ even at equal seeds.',
         '- **DP-HP / DP-MERF** (`sdv_dpkme`): `DPHPSynthesizer` / `DPMERFSynthesizer(metadata, '
-        f'epsilon=ε, delta={DELTA:g}, domain=… (the public Adult domain `adult_domain.json`: '
-        'bounds, categories, integer columns, log scale for capital-gain and capital-loss, '
-        'educational-num and hours-per-week one-hot over their integer values (`discrete`)), '
-        'target_column="income", random_state=seed)`, '
+        f'epsilon=ε, delta={DELTA:g}, random_state=seed, …)` declared with '
+        f'`--domain {args.domain}`: {DOMAIN_ARMS[args.domain]}'
+        + ('; with --target: target_column="income" too' if args.target
+           and args.domain != 'bundled' else '') + '; '
         f'model kwargs {mk.get("dphp") or "default"} / {mk.get("dpmerf") or "default"}. '
         'The defaults include the fine-scale `marginals` release (`marginal_length_scale` 0.01 '
         'for DP-HP, 0.02 for DP-MERF), the `pairs` release (`pair_length_scale=0.1`), the '
@@ -964,6 +1019,14 @@ def parse_args(argv=None):
                         help='comma-separated ε values; "inf" = no noise (DP-HP/DP-MERF only)')
     parser.add_argument('--seeds', default='0,1,2', help='comma-separated seeds')
     parser.add_argument('--out', default=str(BENCH / 'results'), help='output folder')
+    parser.add_argument('--target', action='store_true',
+                        help='plain arms also pass target_column="income" (outputs get a '
+                             '_target suffix)')
+    parser.add_argument('--torch-threads', type=int, default=None,
+                        help='torch threads of each run (default: torch\'s own)')
+    parser.add_argument('--domain', default='bundled', choices=tuple(DOMAIN_ARMS),
+                        help='what DP-HP / DP-MERF are told about Adult (outputs of an arm '
+                             'other than bundled go to adult_domain_<arm>.*)')
     parser.add_argument('--resume', action='store_true',
                         help='keep the successful runs already in the CSV and run only the '
                              'missing (or failed) ones')
@@ -1029,6 +1092,8 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = 'adult_quick' if args.quick else 'adult'
+    if args.domain != 'bundled':
+        stem = f'{stem}_domain_{args.domain.replace("-", "_")}' + ('_target' if args.target else '')
     paths = {key: out / f'{stem}{suffix}' for key, suffix in (
         ('md', '.md'), ('csv', '.csv'), ('tstr', '_tstr.csv'),
         ('quality', '_quality.png'), ('time', '_time.png'))}

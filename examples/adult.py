@@ -9,7 +9,7 @@ from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.datasets import adult_train_test_split, load_adult, load_adult_sample
-from sdv_dpkme.evaluation import evaluate
+from sdv_dpkme.evaluation import evaluate, plot_worst_columns, quality_summary
 
 # 1. Data, hand-written metadata and the PUBLIC domain (from the data set's documentation).
 sample, metadata, domain = load_adult_sample()
@@ -40,6 +40,10 @@ scores = evaluate(
     classifiers=['LogisticRegression', 'RandomForestClassifier'],
 )
 print({k: round(v, 3) for k, v in scores.items() if isinstance(v, float)})
+# Column shapes and pair trends, the worst named; their marginals real (grey) vs synthetic (blue).
+print(quality_summary(scores, worst=3))
+plot_worst_columns(test, synthetic, metadata, scores, 'adult_worst_columns.png', worst=4,
+                   bounds=domain['known_min_max_values'], categories=domain['known_categories'])
 
 # 5. Share the synthesizer: it holds only public facts and DP outputs.
 synth.save('adult_dphp.pkl')

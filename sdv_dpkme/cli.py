@@ -359,7 +359,7 @@ def demo(args):
     """Fit DP-HP on the bundled Adult sample and write its outputs."""
     from sdv_dpkme import DPHPSynthesizer
     from sdv_dpkme.datasets import load_adult_sample
-    from sdv_dpkme.evaluation import quality_scores
+    from sdv_dpkme.evaluation import plot_worst_columns, quality_scores, quality_summary
     from sdv_dpkme.fileio import atomic_paths
 
     out = Path(args.out)
@@ -388,6 +388,16 @@ def demo(args):
         'sdmetrics_column_shapes': scores['column_shapes'],
         'sdmetrics_column_pair_trends': scores['column_pair_trends'],
         'sdmetrics_diagnostic': scores['diagnostic'],
+        # the worst columns and pairs, so a user sees where the quality is lost
+        'worst_column_shapes': [
+            {'column': r['Column'], 'metric': r['Metric'], 'score': float(r['Score'])}
+            for _, r in scores['column_shape_details'].dropna(subset=['Score']).head(3).iterrows()
+        ],
+        'worst_pair_trends': [
+            {'columns': [r['Column 1'], r['Column 2']], 'metric': r['Metric'],
+             'score': float(r['Score'])}
+            for _, r in scores['pair_trend_details'].dropna(subset=['Score']).head(3).iterrows()
+        ],
     }
     names = ['synthetic.csv', 'privacy_report.json', 'sdmetrics_summary.json', 'synthesizer.pkl']
     with atomic_paths([out / name for name in names]) as (csv, privacy, summary_file, pickle):
@@ -395,10 +405,20 @@ def demo(args):
         report.to_json(privacy)
         Path(summary_file).write_text(json.dumps(summary, indent=2))
         synth.save(pickle)
+    written = 'synthetic.csv, privacy_report.json, sdmetrics_summary.json, synthesizer.pkl'
+    try:  # real (the bundled public sample) vs synthetic marginals of the worst columns
+        plot_worst_columns(data, synthetic, metadata, scores, out / 'worst_columns.png',
+                           bounds=domain['known_min_max_values'],
+                           categories=domain['known_categories'])
+        written += ', worst_columns.png'
+    except ImportError:
+        from sdv_dpkme.evaluation.report_plots import missing_matplotlib_message
+
+        print('(no worst_columns.png: ' + missing_matplotlib_message() + ')')
     print(report)
     print(json.dumps(summary, indent=2))
-    print(f'Wrote {out}/synthetic.csv, privacy_report.json, sdmetrics_summary.json, '
-          'synthesizer.pkl')
+    print(quality_summary(scores))
+    print(f'Wrote {out}/{written}')
 
 
 def domain_template(args):

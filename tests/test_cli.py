@@ -31,6 +31,11 @@ def test_demo_writes_table_report_and_summary(tmp_path, monkeypatch):
     report = json.loads((tmp_path / 'privacy_report.json').read_text())
     assert report['epsilon'] == 1.0 and report['epsilon_spent'] <= 1.0
     assert (tmp_path / 'synthetic.csv').read_text().count('\n') == 201
+    # the worst columns and pairs are named, worst first, and their marginals drawn
+    worst = summary['worst_column_shapes']
+    assert len(worst) == 3 and [w['score'] for w in worst] == sorted(w['score'] for w in worst)
+    assert len(summary['worst_pair_trends'][0]['columns']) == 2
+    assert (tmp_path / 'worst_columns.png').read_bytes()[:4] == b'\x89PNG'
 
 
 def test_issue21_domain_template_command_writes_the_skeleton(tmp_path, capsys):

@@ -65,6 +65,34 @@ def fits_discrete(domain):
             and discrete_bounds(domain.low, domain.high))
 
 
+#: default encoding rule (docs/domains.md, "Default encoding"): a numerical column whose scale
+#: is not declared gets one chosen from its declared domain alone, never from rows.
+#: An integer column with at most this many values is one-hot ('discrete'): its spikes (40 hours,
+#: one educational-num per degree) are 0.01 or more apart on [0, 1], at or above the marginal
+#: kernels' length, so a continuous encoding blurs exactly the values that carry the mass.
+DEFAULT_DISCRETE_VALUES = 100
+#: Non-negative bounds whose high is this many times the low (or 1) get a log scale: money and
+#: counts spanning orders of magnitude, where 0 and 100 sit 0.001 apart on the linear scale.
+DEFAULT_LOG_RATIO = 1000
+
+
+def default_scale(domain):
+    """The encoding of a numerical column with declared bounds and no declared scale.
+
+    Reads only public facts of ``domain``: its bounds (span, sign), whether it was declared
+    integer, and how many integer values the bounds hold. No row is read, so the choice costs no
+    budget and is the same for every table with the same declaration.
+    """
+    if domain.sdtype != 'numerical' or domain.low is None:
+        return None
+    if (domain.integer and discrete_bounds(domain.low, domain.high)
+            and domain.high - domain.low + 1 <= DEFAULT_DISCRETE_VALUES):
+        return 'discrete'
+    if domain.low >= 0 and domain.high >= DEFAULT_LOG_RATIO * max(domain.low, 1.0):
+        return 'log'
+    return 'linear'
+
+
 def is_discrete(domain):
     """Whether a numerical column is modelled one-hot over its integer values: only when its
     declared scale says 'discrete' (a public modelling choice) and the bounds allow it."""
@@ -87,6 +115,8 @@ class ColumnDomain:
     nullable: bool = False
     # encoding of a numerical column (SCALES); None = 'linear'
     scale: str = None
+    # the scale came from default_scale, not from a declaration (said so in the report)
+    scale_by_rule: bool = False
     # the user said whether missing values may occur (else discovery decides)
     nullable_declared: bool = False
     # low/high or categories (and nullability unless declared) came from the DP discovery release
@@ -397,6 +427,9 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
                     f'with integer bounds at most {MAX_DISCRETE_VALUES} values apart, got '
                     f'[{dom.low:g}, {dom.high:g}].'
                 )
+            if dom.scale is None and sdtype == 'numerical':
+                # declared bounds, no declared scale: the public default rule decides
+                dom.scale, dom.scale_by_rule = default_scale(dom), True
         elif sdtype == 'boolean':
             dom.categories = [False, True]
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 
 def plot_results(df, x, y, hue, path, title=None, logx=False, xlabel=None, ylabel=None):
@@ -71,3 +72,44 @@ def plot_results(df, x, y, hue, path, title=None, logx=False, xlabel=None, ylabe
 
 
 __all__ = ['plot_results']
+
+
+def plot_worst_columns(real, synthetic, metadata, results, path, worst=4, bounds=None,
+                       categories=None):
+    """Save a PNG of real (grey) against synthetic (blue) marginals of the worst columns.
+
+    Args:
+        real, synthetic (pandas.DataFrame): The tables ``results`` compared (for ``evaluate``
+            with ``real_test``, that is the test table).
+        metadata: The metadata given to ``evaluate`` / ``quality_scores``.
+        results (dict): What ``evaluate`` or ``quality_scores`` returned; its
+            ``column_shape_details`` rank the columns, worst first.
+        path (str or os.PathLike): Output PNG path; parent folders are created.
+        worst (int): How many columns to draw.
+        bounds, categories (dict or None): Public bounds / categories to fix the axes.
+
+    Returns:
+        list: The columns drawn, worst first.
+    """
+    from sdv_dpkme.evaluation._common import normalize_metadata
+    from sdv_dpkme.evaluation.report_plots import columns_figure
+
+    table_name, metadata_dict = normalize_metadata(metadata)
+    specs = metadata_dict['tables'][table_name].get('columns', {})
+    shapes = results['column_shape_details'].dropna(subset=['Score']).head(worst)
+    panels, drawn = [], []
+    for _, row in shapes.iterrows():
+        column, spec = row['Column'], specs[row['Column']]
+        sdtype = spec.get('sdtype')
+        numeric_bounds = (bounds or {}).get(column) if sdtype == 'numerical' else None
+        panels.append(dict(
+            column=column, sdtype=sdtype, synthetic=synthetic[column], real=real[column],
+            datetime_format=spec.get('datetime_format'),
+            title=f'{column}: shape {row["Score"]:.3f} ({row["Metric"]})',
+            bounds=tuple(numeric_bounds) if numeric_bounds is not None else None,
+            categories=(categories or {}).get(column)))
+        drawn.append(column)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(columns_figure(panels))
+    return drawn

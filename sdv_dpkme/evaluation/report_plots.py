@@ -96,7 +96,24 @@ def column_figure(column, sdtype, synthetic, real=None, datetime_format=None, ti
     ``bounds`` (public low, high; datetimes in ns) fix a numeric axis, ``categories`` (public)
     are all listed on a categorical one."""
     figure = _figure(5.2, 3.2)
-    axes = figure.add_subplot(1, 1, 1)
+    draw_column(figure.add_subplot(1, 1, 1), column, sdtype, synthetic, real, datetime_format,
+                title, bounds, categories)
+    return to_png(figure)
+
+
+def columns_figure(panels, ncols=2):
+    """Several ``column_figure`` panels in one PNG; ``panels`` holds ``draw_column``'s keyword
+    arguments (column, sdtype, synthetic, real, ...) per panel."""
+    nrows = max(1, -(-len(panels) // ncols))
+    figure = _figure(5.2 * min(ncols, max(1, len(panels))), 3.2 * nrows)
+    for i, panel in enumerate(panels):
+        draw_column(figure.add_subplot(nrows, ncols, i + 1), **panel)
+    return to_png(figure)
+
+
+def draw_column(axes, column, sdtype, synthetic, real=None, datetime_format=None, title=None,
+                bounds=None, categories=None):
+    """Draw one column's distribution (see ``column_figure``) on ``axes``."""
     series = [('real', real, REAL_COLOUR)] if real is not None else []
     series.append(('synthetic', synthetic, SYNTHETIC_COLOUR))
     if sdtype in ('numerical', 'datetime'):
@@ -132,7 +149,6 @@ def column_figure(column, sdtype, synthetic, real=None, datetime_format=None, ti
     axes.set_title(title or _short(column, 60), fontsize=10)
     axes.legend(fontsize=8, frameon=False)
     axes.grid(True, alpha=0.25)
-    return to_png(figure)
 
 
 def _categorical(sdtype):

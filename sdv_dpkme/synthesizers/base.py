@@ -532,7 +532,10 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             return 'discovered under DP (domain_discovery)' if d.discovered else 'declared'
 
         inputs = [f"bounds of '{d.name}': [{d.low:g}, {d.high:g}], {origin(d)}"
-                  + (' (one-hot over its integer values)' if is_discrete(d) else '')
+                  + (' (one-hot over its integer values)' if is_discrete(d) else
+                     ' (log scale)' if d.scale == 'log' else '')
+                  + (', encoding by the default rule' if d.scale_by_rule and d.scale not in
+                     (None, 'linear') else '')
                   for d in self._domains.values() if d.is_numeric]
         inputs += [f"categories of '{d.name}': {len(d.categories)} {origin(d)} + missing + "
                    'out-of-domain buckets' for d in self._domains.values() if not d.is_numeric]

@@ -72,7 +72,11 @@ def test_bundled_domain_file_format_is_accepted():
     assert declarations['age']['integer'] is True
     assert declarations['income']['categories'] == ['<=50K', '>50K']
     assert declarations['capital-gain']['scale'] == 'log'
-    assert 'scale' not in declarations['age']
+    # age pins the linear scale the default rule would turn one-hot; fnlwgt is left to the rule
+    assert declarations['age']['scale'] == 'linear'
+    assert 'scale' not in declarations['fnlwgt']
+    # a round public bound, not the data's maximum (4356)
+    assert tuple(declarations['capital-loss']['bounds']) == (0, 5000)
 
 
 def test_missing_value_among_dayz_categories_declares_nullability():

@@ -254,8 +254,13 @@ def test_canary_row_never_leaves(cls, mode, tmp_path):
         'metadata': repr(synth.get_metadata().to_dict()).encode(),
         'samples': pickle.dumps(out) + out.to_csv().encode(),
     }
+    # a day-precision date ('day', 'seen') is no fingerprint in samples: 300 synthetic days
+    # over the 6-year public range hit a given day by chance (a DP-HP fit whose training rows
+    # lack '07.11.2020' still sampled it once); saved objects must still never hold it
+    by_chance = {'day str', 'seen str'}
     found = [(where, name) for where, blob in blobs.items()
-             for name, token in _tokens().items() if token in blob]
+             for name, token in _tokens().items() if token in blob
+             and not (where == 'samples' and name in by_chance)]
     assert not found
 
 

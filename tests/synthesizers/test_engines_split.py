@@ -27,9 +27,12 @@ RELEASE_FIELDS = ('name', 'description', 'sensitivity', 'noise_multiplier', 'noi
 
 def _fit(cls, mode):
     spec = SYNTHESIZERS[cls]
+    # the fixtures predate the default encoding rule (which puts income (0, 200000) on a log
+    # scale): declaring the old linear scale reproduces them, as any explicit setting wins
     synth = cls(make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
                 known_categories=CATEGORIES, target_column='label', random_state=3,
-                noise_seed=5, **spec['fast'], **spec['modes'][mode])
+                noise_seed=5, domain={'columns': {'income': {'scale': 'linear'}}},
+                **spec['fast'], **spec['modes'][mode])
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
