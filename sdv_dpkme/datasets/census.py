@@ -85,7 +85,8 @@ _MONEY = ('round public cap 99,999 (largest 5-digit amount; 99,999 is the CPS 19
 #: where each column's declared domain comes from
 CENSUS_DOMAIN_SOURCES = {
     'age': 'CPS March supplement: age top-coded at 90; census-income.names counts 91 distinct '
-           'ages (0..90)',
+           'ages (0..90); declared linear so the default encoding rule (docs/domains.md) leaves '
+           'it as the benchmarks ran it',
     'wage_per_hour': 'round public cap 9,999: the CPS hourly-earnings field (AHRSPAY) is a 4-digit '
                      'amount in cents; 0 = not paid by the hour',
     'capital_gains': _MONEY,

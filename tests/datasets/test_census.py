@@ -170,6 +170,9 @@ def test_domain_loads_with_the_domain_machinery():
     assert is_discrete(domains['weeks_worked_in_year'])
     assert is_discrete(domains['num_persons_worked_for_employer'])
     assert domains['capital_gains'].scale == 'log'
+    # pinned, so the default encoding rule (which would one-hot 91 integer ages) leaves the
+    # domain of the benchmarks' Census runs as it was
+    assert domains['age'].scale == 'linear' and not is_discrete(domains['age'])
     assert domains['year'].categories == [94, 95]
     assert public_dtype(domains['detailed_industry_recode']) == 'int64'  # codes stay integers
 
