@@ -43,3 +43,19 @@ def test_group_norm_is_per_location_over_three_channels_not_torch_groupnorm():
 def test_group_norm_needs_a_multiple_of_the_group_size():
     with pytest.raises(ValueError, match='groups of 3'):
         group_normalise(torch.zeros(1, 80, 2, 2))
+
+
+def test_aliased_product_backward_matches_plain_autograd(monkeypatch):
+    import sdv_dpkme.images.scattering as scattering
+
+    net = ScatterNet((16, 16))
+    torch.manual_seed(2)
+    x = torch.rand(3, 16, 16, dtype=torch.float32)
+    w = torch.randn(3, net.dim())
+    grads = []
+    for broadcast in (False, True):
+        monkeypatch.setattr(scattering, '_BROADCAST', broadcast)
+        xs = x.clone().requires_grad_(True)
+        (net(xs) * w).sum().backward()
+        grads.append(xs.grad)
+    assert torch.allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4 * float(grads[1].abs().max()))
