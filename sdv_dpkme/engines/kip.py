@@ -146,6 +146,60 @@ def balance_weights(noisy_counts, supported, exponent):
     return np.minimum(1.0, (reference / counts) ** float(exponent))
 
 
+def linear_feature_gradients(support_features, support_y, phi, y, regularization):
+    """Per-example gradients of the KIP loss w.r.t. the support's FEATURE matrix F (m, p) for the
+    linear kernel k(a, b) = a . b, in factored form: g_i = -u_i v_i^T + a_i (phi_i - w_i)^T
+    - 2 (lambda/m) s_i F, returned as the pieces ``(u, v, a, r, s)`` with r_i = phi_i - w_i.
+
+    From ``per_example_gradients`` with K_ss = F F^T and k_i = F phi_i: R = K_ss + lambda/m
+    tr(K_ss) I, alpha = R^-1 Y_s, a_i = alpha (k_i alpha - y_i) / K, u_i = R^-1 k_i, v_i = F^T a_i,
+    w_i = F^T u_i, s_i = u_i . a_i; dl_i/dK_ss = -u_i a_i^T - lambda/m s_i I, and K_ss = F F^T
+    turns a symmetric G into (G + G^T) F. The (B, m, p) tensor of gradients is never built: the
+    norms and the clipped sum need only these pieces (``clip_linear_feature_gradients``).
+    """
+    m, n_classes = support_features.shape[0], y.shape[1]
+    f = support_features
+    k_ss = f @ f.T
+    lam = abs(regularization) / m
+    eye = torch.eye(m, dtype=f.dtype, device=f.device)
+    r_mat = k_ss + lam * torch.trace(k_ss) * eye
+    alpha = torch.linalg.solve(r_mat, support_y)
+    k_xs = phi @ f.T  # (B, m)
+    a = ((k_xs @ alpha - y) / n_classes) @ alpha.T  # (B, m)
+    u = torch.linalg.solve(r_mat, k_xs.T).T  # (B, m), R symmetric
+    v, w = a @ f, u @ f  # (B, p)
+    return u, v, a, phi - w, (u * a).sum(1), lam
+
+
+def clip_linear_feature_gradients(support_features, support_y, phi, y, regularization,
+                                  clip_norm):
+    """(sum_i clip_C(g_i), ||g_i|| for every i) for the gradients of
+    ``linear_feature_gradients``, with the Frobenius norms from the factored pieces:
+    ||g||^2 = |u|^2|v|^2 + |a|^2|r|^2 + 4 lam^2 s^2 |F|^2 - 2 (u.a)(v.r) + 4 lam s (v.w)
+    - 4 lam s (v.r)  [cross terms <-uv^T, ar^T>, <-uv^T, -2 lam s F>, <ar^T, -2 lam s F>]."""
+    f = support_features
+    u, v, a, r, s, lam = linear_feature_gradients(f, support_y, phi, y, regularization)
+    w = phi - r
+    sq = ((u * u).sum(1) * (v * v).sum(1) + (a * a).sum(1) * (r * r).sum(1)
+          + 4 * lam ** 2 * s ** 2 * (f * f).sum()
+          - 2 * s * (v * r).sum(1) + 4 * lam * s * (v * w).sum(1) - 4 * lam * s * (v * r).sum(1))
+    norms = sq.clamp(min=0).sqrt()
+    scale = torch.clamp(clip_norm / torch.clamp(norms, min=1e-300), max=1.0)
+    total = -(u * scale[:, None]).T @ v + (a * scale[:, None]).T @ r \
+        - 2 * lam * (scale * s).sum() * f
+    return total, norms
+
+
+def noisy_gradient(mechanism, clipped_sum, like):
+    """One DP-SGD release (steps 2's last three lines): a secret Poisson batch from the
+    mechanism's noise source, ``clipped_sum(batch)`` = the sum of the batch's per-example
+    gradients each clipped to the mechanism's clip norm (the caller's job), Gaussian noise, then
+    division by the public expected batch size q n. An empty batch still spends its release."""
+    batch = mechanism.sample_batch()
+    total = clipped_sum(batch) if len(batch) else torch.zeros_like(like)
+    return mechanism.release(total.detach().cpu()) / mechanism.expected_batch_size
+
+
 def initial_support(counts, n_features, rng):
     """Public noise for the support (uniform on the unit box) and its label indices."""
     labels = np.repeat(np.arange(len(counts)), counts)
@@ -185,16 +239,15 @@ def fit(x, labels, n_classes, counts, kernel, settings, ledger, rng, verbose=Fal
     history = []
     bar = tqdm(range(settings.steps), desc='DP-SGD on the support', disable=not verbose)
     for step in bar:
-        batch = mechanism.sample_batch()
         s = support.detach()
-        if len(batch):
+
+        def clipped_sum(batch):
             xb, yb = x[batch].to(device), y[batch].to(device)
             weights = None if class_weights is None else class_weights[label_index[batch]]
-            total = clipped_gradient_sum(kernel, s, support_y, xb, yb, settings.regularization,
-                                         settings.clip_norm, settings.max_chunk, weights)
-        else:  # an empty batch still spends its release: the noise alone
-            total = torch.zeros_like(s)
-        noisy = mechanism.release(total.detach().cpu()) / mechanism.expected_batch_size
+            return clipped_gradient_sum(kernel, s, support_y, xb, yb, settings.regularization,
+                                        settings.clip_norm, settings.max_chunk, weights)
+
+        noisy = noisy_gradient(mechanism, clipped_sum, s)
         optimizer.zero_grad()
         support.grad = noisy.to(device=device, dtype=support.dtype)
         optimizer.step()

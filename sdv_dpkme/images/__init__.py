@@ -1,0 +1,17 @@
+"""Array API for labelled images (scikit-learn style): DP-KIP-ScatterNet distillation and the
+DP-MERF / DP-HP image generators. All go through the package's ledger, accountant and
+``PrivacyReport``; see docs/images.md."""
+
+from sdv_dpkme.images._inputs import ImageInputError
+from sdv_dpkme.images.generators import DPHPImageGenerator, DPMERFImageGenerator
+from sdv_dpkme.images.kip import DPKIPScatterNet
+from sdv_dpkme.images.scattering import ScatterNet, group_normalise
+
+__all__ = [
+    'DPHPImageGenerator',
+    'DPKIPScatterNet',
+    'DPMERFImageGenerator',
+    'ImageInputError',
+    'ScatterNet',
+    'group_normalise',
+]
