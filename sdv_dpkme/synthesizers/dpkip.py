@@ -143,9 +143,11 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                  f'{len(support_labels)} rows, labels fixed; {settings.steps} DP-SGD steps, each '
                  f'row in a batch with probability q = {rate:.6g} (n = {len(x)} rows).']
         if 'class_weights' in history.attrs:
-            shown = ', '.join(f'{w:.3g}' for w in history.attrs['class_weights'])
-            notes.append(f'Class-balance weights (b = {settings.class_balance:g}) per label '
-                         f'bucket, from the noisy class counts: {shown}.')
+            # the weights themselves are a DP output (kept with the model's history), not
+            # report text: the report's notes describe the plan only
+            notes.append(f'Class-balance weights (b = {settings.class_balance:g}): each row\'s '
+                         'clipped gradient is scaled by (n_min / n_c)^b <= 1 for its label '
+                         'bucket, from the noisy class counts (kip_class_counts).')
         return kip.KIPModel(rows, columns, support_labels, history), notes
 
     # ---------------------------------------------------------------------- outputs

@@ -422,5 +422,6 @@ def test_noise_seed_set_after_construction_or_copied_voids_the_report(cls, mode)
         honest.fit({attack.TABLE: attack.table()})
     assert not [w for w in caught if issubclass(w.category, NotPrivateWarning)]
     report = honest.get_privacy_report()
-    # (a subsampled group is calibrated by bisection to 0.1% of its noise: within 0.1% of eps)
-    assert report.guarantee_holds and 9.99 < report.epsilon_spent <= 10.0
+    # (a subsampled group is calibrated by bisection to 0.1% of its noise; at eps = 10 a 0.1%
+    # change of the multiplier moves eps by about 0.3-0.6%, so the spend is within 0.5% of eps)
+    assert report.guarantee_holds and 9.95 < report.epsilon_spent <= 10.0
