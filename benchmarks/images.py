@@ -213,9 +213,12 @@ def report():
            '(1st-99th percentile about -350 to 610 at eps 1), so these images are KRR-useful '
            'features, not natural images, and the ConvNet does not learn from them (13.9% without '
            'the clipping too). Wall time: step 0 (private features, once) plus DP-SGD, with '
-           'torch using 2 threads while other jobs kept the load average near 7 on the 2 cores; '
-           'the same run on an idle 2-core machine should take a fraction of it (the scattering '
-           'of the support, forward and backward, is about 2 s per step idle). Peak memory: '
+           'torch using 2 threads. The features are cached between runs and "features s" is the '
+           'time measured when the cache was built: seeds 0 and 1 reuse a cache built while other '
+           'jobs kept the load average near 7 on the 2 cores (772 s; seed 0\'s DP-SGD also ran '
+           'under that load), seed 2 rebuilt it on the idle machine. So seed 2 is the idle '
+           'figure for a full MNIST fit at eps = 1: 52 s of features + 46 s of DP-SGD = 97 s. '
+           'Peak memory: '
            'the process\'s max RSS (includes the 60k x 3,969 float32 feature cache).', '',
            '## Generators (10,000 generated images; classifiers tested on the real test set)', '',
            '| method | data | epsilon | seed | ConvNet acc | LogReg acc | settings | wall s | '
