@@ -441,8 +441,9 @@ def domain_template(args):
     print(
         f"Domain spec skeleton of table '{skeleton['table_name']}' written from the metadata "
         f'alone (no rows read){" to " + str(out) if out else ""}. Replace every null with '
-        'a public fact (bounds, categories, whether missing values may occur), or delete the '
-        'key to have it discovered under DP; then pass the file as domain=.',
+        'a public fact (bounds, categories, whether values are whole numbers, whether missing '
+        'values may occur), or delete the key to have it discovered under DP; then pass the '
+        'file as domain=.',
         file=sys.stderr,
     )
 

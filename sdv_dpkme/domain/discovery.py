@@ -402,6 +402,7 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
             decimal_places=template.decimal_places, datetime_format=template.datetime_format,
             nullable=template.nullable if template.nullable_declared else bool(null_count >= t_null),
             nullable_declared=template.nullable_declared, discovered=True,
+            integer_declared=template.integer_declared,
         )
         if dom.is_numeric:
             cleared = [key[1] for key, v in entries if key != NULL and v >= t_num[column]]

@@ -35,7 +35,7 @@ SPEC_KEYS = {
 }
 # Keys that ``domain_template`` writes as placeholders (null) for the user to fill in.
 TEMPLATE_KEYS = ('min_value', 'max_value', 'start_timestamp', 'end_timestamp', 'category_values',
-                 'nullable')
+                 'nullable', 'integer')
 # Top-level keys: DayZ's file and the bundled ``*_domain.json`` format.
 SPEC_TOP_KEYS = {
     'DAYZ_SPEC_VERSION', 'tables', 'relationships', 'num_rows', 'columns', 'table_name',
@@ -121,6 +121,11 @@ class ColumnDomain:
     nullable_declared: bool = False
     # low/high or categories (and nullability unless declared) came from the DP discovery release
     discovered: bool = False
+    # some public fact states integer-ness (else a numerical column's is voted on under DP,
+    # sdv_dpkme.domain.integers); True for every domain built before the vote existed
+    integer_declared: bool = True
+    # integer-ness came from that DP vote
+    integer_voted: bool = False
 
     @property
     def is_numeric(self):
@@ -406,6 +411,10 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
                 dom.decimal_places = facts['decimal_places']
             elif metadata_is_public and meta.get('decimal_places') is not None:
                 dom.decimal_places = int(meta['decimal_places'])
+            dom.integer_declared = sdtype != 'numerical' or (
+                'integer' in facts or 'computer_representation' in meta
+                or dom.decimal_places is not None
+            )
             dom.scale = facts.get('scale')
             bounds = facts.get('bounds')
             if bounds is None and metadata_is_public and 'range_min' in meta:

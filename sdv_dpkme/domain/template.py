@@ -1,6 +1,6 @@
 """A domain spec skeleton written from the metadata alone, for the user to fill in.
 
-It takes no data: every bound, category list and nullability is a placeholder (``null``) that the
+It takes no data: every bound, category list, integer-ness and nullability is a placeholder (``null``) that the
 user replaces with public knowledge. The data-derived keys of detected metadata (``range_min``,
 ``range_values``, ``range_is_nullable``, ...) are never copied into it, so a skeleton made from
 detected metadata holds no fact of the private rows. A placeholder left unfilled is an error when
@@ -26,9 +26,11 @@ def _single_table(metadata, table_name):
 def _column_skeleton(meta):
     sdtype = meta.get('sdtype')
     if sdtype == 'numerical':
-        rep = str(meta.get('computer_representation', 'Float')).lower()
-        return {'min_value': None, 'max_value': None,
-                'integer': rep.startswith(('int', 'uint')), 'nullable': None}
+        rep = meta.get('computer_representation')
+        # an Int representation is a written schema fact; else the user says (or deletes the
+        # key, and a DP vote decides)
+        integer = None if rep is None else str(rep).lower().startswith(('int', 'uint'))
+        return {'min_value': None, 'max_value': None, 'integer': integer, 'nullable': None}
     if sdtype == 'datetime':
         return {'start_timestamp': None, 'end_timestamp': None, 'nullable': None}
     if sdtype == 'boolean':

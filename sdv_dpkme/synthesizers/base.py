@@ -37,8 +37,9 @@ from sdv_dpkme.domain import (
     transformer_for,
 )
 from sdv_dpkme.domain.decoding import DPHyperTransformer
+from sdv_dpkme.domain import integers
 from sdv_dpkme.domain.discovery import check_usable, warn_discovered
-from sdv_dpkme.domain.spec import is_discrete
+from sdv_dpkme.domain.spec import default_scale, is_discrete
 from sdv_dpkme.domain.transformers import (
     FIXED_SEED,
     DPCategoricalTransformer,
@@ -89,7 +90,9 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             mu^2 in Gaussian-DP terms) spent at fit to discover, in one DP release, the domain of
             every modelled column that has none declared; plus 10% of delta when a categorical
             column is discovered. Unused when everything is declared. 0 turns discovery off:
-            an undeclared column is then an error.
+            an undeclared column is then an error. Numerical columns whose integer-ness no
+            public fact states get a separate small vote (2% of the precision, see
+            ``sdv_dpkme.domain.integers``), also off at 0 (they then stay floats).
         target_column: optional categorical column (the label of the methods that use one).
         random_state: seeds model initialisation, subsets and training (never the privacy noise).
         device: 'auto' (CUDA when available), 'cpu' or 'cuda'.
@@ -132,6 +135,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         self._privacy_report = None
         self._ledger = None
         self._discovery = None
+        self._integer_vote = None
         self._user_transformers = {}
         self._fitted_sdv_dpkme_version = None
         self._domains, self._undeclared = self._resolve_domains()
@@ -216,8 +220,35 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             check_usable(discovery, self.target_column)  # kept only if usable
             self._discovery = discovery
             declared = {**declared, **discovery.domains}
+        # after discovery, whose delta reservation must precede every release
+        self._vote_integers(table_data if rows is None else rows, declared)
         order = list(self._original_metadata._convert_to_single_table().columns)
         self._domains = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
+
+    def _vote_integers(self, rows, domains):
+        """One DP vote on the integer-ness of the numerical columns no public fact settles; the
+        default encoding rule then sees it (a small integer range becomes one-hot)."""
+        self._integer_vote = None
+        columns = [c for c, d in domains.items() if integers.needs_vote(d)]
+        if not columns or not self.domain_budget_share:
+            return
+        result = integers.vote(rows, columns, self._ledger)
+        if result is None:
+            warnings.warn(
+                f'Columns {columns} have no declared integer-ness and the table is too small '
+                'for a DP vote on it, so they are modelled as floats. Declare it: '
+                "domain={'columns': {'<column>': {'integer': True}}} (or False), or the spec's "
+                'integer_columns.'
+            )
+            return
+        self._integer_vote = result
+        for column in columns:
+            dom = domains[column]
+            dom.integer, dom.integer_voted = result.integer[column], True
+            if dom.integer and dom.discovered:  # discovered bounds: widen to whole numbers
+                dom.low, dom.high = float(math.floor(dom.low)), float(math.ceil(dom.high))
+            if dom.scale_by_rule:
+                dom.scale = default_scale(dom)
 
     def _modelled_columns(self):
         return set(self._domains) | set(self._undeclared)
@@ -498,6 +529,8 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             ledger = self._open_ledger()
             if self._discovery is not None:
                 self._discovery.replay(ledger.accountant)
+            if self._integer_vote is not None:
+                self._integer_vote.replay(ledger.accountant)
         try:
             try:
                 self._model, notes = self._fit_engine(x, blocks, target, labels, columns, ledger)
@@ -531,11 +564,16 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         def origin(d):
             return 'discovered under DP (domain_discovery)' if d.discovered else 'declared'
 
+        def integer(d):
+            if not getattr(d, 'integer_voted', False):
+                return ''
+            return ('; integer' if d.integer else '; not integer') + ' by DP vote (integer_discovery)'
+
         inputs = [f"bounds of '{d.name}': [{d.low:g}, {d.high:g}], {origin(d)}"
                   + (' (one-hot over its integer values)' if is_discrete(d) else
                      ' (log scale)' if d.scale == 'log' else '')
                   + (', encoding by the default rule' if d.scale_by_rule and d.scale not in
-                     (None, 'linear') else '')
+                     (None, 'linear') else '') + integer(d)
                   for d in self._domains.values() if d.is_numeric]
         inputs += [f"categories of '{d.name}': {len(d.categories)} {origin(d)} + missing + "
                    'out-of-domain buckets' for d in self._domains.values() if not d.is_numeric]
@@ -701,7 +739,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         self._random_state_set = False
         # synthesizers saved before domain discovery existed
         for name, default in (('_undeclared', {}), ('_discovery', None), ('domain', None),
-                              ('domain_budget_share', 0.0)):
+                              ('domain_budget_share', 0.0), ('_integer_vote', None)):
             self.__dict__.setdefault(name, default)
         # saved before the one-pass decoder: the same transformers, decoded faster
         hyper = getattr(self.__dict__.get('_data_processor'), '_hyper_transformer', None)

@@ -38,7 +38,8 @@ def test_issue21_domain_template_reads_no_rows_and_copies_nothing_detected():
         assert token not in text
     columns = skeleton['columns']
     assert skeleton['table_name'] == 't' and 'id' not in columns
-    assert columns['age'] == {'min_value': None, 'max_value': None, 'integer': False,
+    # detected metadata states no integer-ness here: a placeholder too (or a DP vote if deleted)
+    assert columns['age'] == {'min_value': None, 'max_value': None, 'integer': None,
                               'nullable': None}
     assert columns['town'] == {'category_values': None, 'nullable': None}
     assert columns['size'] == {'category_values': None, 'nullable': None}
@@ -55,7 +56,7 @@ def test_issue21_unfilled_placeholders_are_errors_not_discoveries():
 def fill(skeleton):
     spec = json.loads(json.dumps(skeleton))
     c = spec['columns']
-    c['age'].update(min_value=0, max_value=200, nullable=False)
+    c['age'].update(min_value=0, max_value=200, integer=True, nullable=False)
     c['town'].update(category_values=['Lima', 'Oslo'], nullable=False)
     c['size'].update(category_values=['S', 'M', 'L'], nullable=True)
     c['paid']['nullable'] = False
