@@ -90,7 +90,9 @@ DOMAIN_ARMS = {
                'target_column="income"',
     'plain': 'a plain declaration: known_min_max_values and known_categories of '
              '`adult_domain.json` only, every other argument default (no target_column, no '
-             'integer columns, no scales: the default encoding rule of docs/domains.md decides)',
+             'integer columns, no scales: since the integer vote (integer_discovery, 3% of the '
+             'precision) the numerical columns\' integer-ness is decided under DP, then the '
+             'default encoding rule of docs/domains.md picks the scales)',
     'plain-integers': 'the plain declaration plus integer_columns (all six numerical columns, '
                       'as the warning on undeclared integer columns asks); no target_column, '
                       'no scales: the default encoding rule decides',

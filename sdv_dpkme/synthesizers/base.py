@@ -91,7 +91,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             every modelled column that has none declared; plus 10% of delta when a categorical
             column is discovered. Unused when everything is declared. 0 turns discovery off:
             an undeclared column is then an error. Numerical columns whose integer-ness no
-            public fact states get a separate small vote (2% of the precision, see
+            public fact states get a separate small vote (3% of the precision, see
             ``sdv_dpkme.domain.integers``), also off at 0 (they then stay floats).
         target_column: optional categorical column (the label of the methods that use one).
         random_state: seeds model initialisation, subsets and training (never the privacy noise).
