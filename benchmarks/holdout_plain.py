@@ -79,13 +79,15 @@ def main(argv=None):
     parser.add_argument('--seeds', default='0,1,2')
     parser.add_argument('--method', default='dphp', choices=('dphp', 'dpmerf'))
     parser.add_argument('--out', required=True, help='CSV, appended after every fit')
+    parser.add_argument('--arms', default='plain-linear,plain',
+                        help='comma-separated arms to run (plain-linear, plain)')
     args = parser.parse_args(argv)
     data, meta = hypo.load(), hypo.metadata()
     out = Path(args.out)
     rows = pd.read_csv(out).to_dict('records') if out.exists() else []
     done = {(r['method'], r['arm'], int(r['seed'])) for r in rows}
     for seed in [int(s) for s in args.seeds.split(',')]:
-        for arm in ('plain-linear', 'plain'):
+        for arm in args.arms.split(','):
             if (args.method, arm, seed) in done:
                 continue
             row = run(arm, seed, args.method, data, meta)
