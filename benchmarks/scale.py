@@ -39,7 +39,8 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).parent
-CACHE = HERE / 'cache' / 'scale'
+#: where the sampled tables go (big: put it outside the repo, e.g. SDV_DPKME_SCALE_CACHE=/tmp/...)
+CACHE = Path(os.environ.get('SDV_DPKME_SCALE_CACHE', HERE / 'cache' / 'scale'))
 RESULTS = HERE / 'results'
 TABLE = 'adult'
 TARGET = 'income'
