@@ -174,8 +174,11 @@ def run_one(path, method, size, base_rows, steps, spark_partitions):
 
     kme.one_pass, kme.train = timed_pass, timed_train
     spark = None
+    code = subprocess.run(['git', '-C', str(HERE), 'rev-parse', '--short', 'HEAD'],
+                          capture_output=True, text=True).stdout.strip()
     record = dict(path=path, method=method, rows=size, steps=steps,
-                  torch_threads=torch.get_num_threads())
+                  torch_threads=torch.get_num_threads(), code=code,
+                  load_start=os.getloadavg()[0])
     with WorkerPeak() as workers, warnings.catch_warnings():
         warnings.simplefilter('ignore')
         start = time.perf_counter()
@@ -247,14 +250,14 @@ def flop_profile(method):
         except StopIteration:
             pass
     kme.one_pass = real
-    from sdv_dpkme.engines.accumulate import chunk_rows
+    from sdv_dpkme.synthesizers.rows import pass_chunk_rows
 
     rows = 2048
     x = torch.as_tensor(caught['x'][:rows])
     y = torch.nn.functional.one_hot(torch.as_tensor(caught['y'][:rows]),
                                     caught['classes']).double()
     # timed as the pass runs them: one thread, chunks of the pass's size
-    chunk = chunk_rows([t.feature_map for t in caught['terms']], rows)
+    chunk = pass_chunk_rows([t.feature_map for t in caught['terms']])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     maps = []

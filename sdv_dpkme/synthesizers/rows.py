@@ -85,6 +85,12 @@ class FrameRows:
         return total
 
 
+def pass_chunk_rows(feature_maps):
+    """Rows per feature chunk of the distributed pass (at least 64)."""
+    widest = max((fm.dim for fm in feature_maps), default=1)
+    return max(64, min(PASS_CHUNK_ROWS, PASS_CHUNK_FLOATS // max(widest, 1)))
+
+
 class PartitionEncoder:
     """Raw rows (a pandas chunk of the private table) -> their ``ClassSums``.
 
@@ -106,8 +112,7 @@ class PartitionEncoder:
         self.n_classes = n_classes
         self.block = max(1024, MAX_BLOCK_FLOATS // max(len(self.encoded_columns), 1))
         self.array_encoder = ArrayEncoder.build(processor, self.columns, self.encoded_columns)
-        widest = max((fm.dim for fm in feature_maps), default=1)
-        self.chunk = max(64, min(PASS_CHUNK_ROWS, PASS_CHUNK_FLOATS // max(widest, 1)))
+        self.chunk = pass_chunk_rows(feature_maps)
 
     def missing_columns(self, columns):
         return [c for c in self.columns if c not in set(columns)]
