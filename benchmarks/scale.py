@@ -298,33 +298,57 @@ def _timed(fn):
 
 
 # ------------------------------------------------------------------------------ report
-def write_report(records, profiles, rate, note, rate_1=None):
+#: cores each path's pass runs on (Parquet and pandas: one reader, one torch thread)
+PASS_CORES = {'parquet': 1, 'pandas': 1, 'dask': 2, 'spark': 2}
+
+
+def _limit(record, profiles, rate, rate_1):
+    """Rows/s of the pass if it ran at the matmul rate of the cores its path uses."""
+    flops = {p['method']: sum(m['flops_per_row'] for m in p['maps']) for p in profiles}
+    if record['method'] not in flops:
+        return None
+    cores_rate = (rate_1 or rate) if PASS_CORES.get(record['path'], 2) == 1 else rate
+    return cores_rate / flops[record['method']]
+
+
+def write_report(records, profiles, rate, note, rate_1=None, before=None):
     lines = ['# Scale-out: one-pass fits on pandas, Parquet, Dask and Spark (issue 19)', '',
              'Written by `benchmarks/scale.py` (see its docstring for the protocol). '
              f'Machine: {os.cpu_count()} cores shared with other jobs; the load average at '
-             'the end of each run is in the table: timings on a loaded machine are slower '
-             'and noisier than on an idle one.', '', note, '']
+             'the start and the end of each run is in the table: timings on a loaded machine '
+             'are slower and noisier than on an idle one.', '', note, '']
     lines += ['## Fits', '',
-              '| method | path | rows | embedding pass s | rows/s (pass) | training s '
-              '(steps) | other s | driver peak MB | workers peak MB | load |',
-              '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+              'Share of the limit: the pass\'s rows/s against the matmul-bound rows/s on the '
+              'cores the path uses (one for Parquet and pandas, two for Dask and Spark); see '
+              '"Physical limit of the pass".', '',
+              '| method | path | rows | embedding pass s | rows/s (pass) | share of the limit | '
+              'training s (steps) | other s | driver peak MB | workers peak MB | load start / end '
+              '| code |',
+              '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|']
     for r in records:
         if 'error' in r:
             lines.append(f"| {r['method']} | {r['path']} | {r['rows']:,} | failed: "
-                         f"{r['error'][:120]} | | | | | | |")
+                         f"{r['error'][:120]} | | | | | | | | |")
             continue
         workers = f"{r['workers_peak_mb']:.0f}" if r.get('workers_peak_mb') else '–'
+        limit = _limit(r, profiles, rate, rate_1)
+        share = f"{r['pass_rows_per_s'] / limit:.0%}" if limit else '–'
+        load = (f"{r['load_start']:.1f} / " if 'load_start' in r else '') + f"{r['load']:.1f}"
         lines.append(
             f"| {r['method']} | {r['path']} | {r['rows']:,} | {r['pass_s']:.1f} | "
-            f"{r['pass_rows_per_s']:,.0f} | {r['train_s']:.1f} ({r['steps']}) | "
-            f"{r['other_s']:.1f} | {r['driver_peak_mb']:.0f} | {workers} | {r['load']:.1f} |")
+            f"{r['pass_rows_per_s']:,.0f} | {share} | {r['train_s']:.1f} ({r['steps']}) | "
+            f"{r['other_s']:.1f} | {r['driver_peak_mb']:.0f} | {workers} | {load} | "
+            f"{r.get('code', '')} |")
+    lines += _flatness(records)
+    if before:
+        lines += _before_after(before, records)
     lines += ['', '## Physical limit of the pass', '',
               f'Dense float64 matmul on this machine: {rate / 1e9:.1f} GFLOP/s on its '
               f'{os.cpu_count()} cores'
               + (f', {rate_1 / 1e9:.1f} GFLOP/s on one' if rate_1 else '')
               + ' (2048 x 2048, torch; the pass runs in float64). The physical limit below is '
-              'for all cores; the feature maps are timed on one thread, in the chunks the pass '
-              'uses, and compared with the one-core limit.', '']
+              'for all cores; the feature maps are timed on one thread, in the chunks the '
+              'distributed pass uses, and compared with the one-core limit.', '']
     for p in profiles:
         total_flops = sum(m['flops_per_row'] for m in p['maps'])
         total_us = sum(m['us_per_row'] for m in p['maps'])
@@ -339,17 +363,64 @@ def write_report(records, profiles, rate, note, rate_1=None):
                 f"| {m['group']} | {m['kind']} | {m['dim']:,} | {m['flops_per_row'] / 1e3:.1f} | "
                 f"{m['us_per_row']:.1f} | {m['us_per_row'] / total_us:.0%} | "
                 f"{m['flops_per_row'] / rate * 1e6:.2f} |")
-        measured = [r['pass_rows_per_s'] for r in records
-                    if r.get('method') == p['method'] and 'pass_rows_per_s' in r]
-        best = max(measured) if measured else None
+        shares = [(r['pass_rows_per_s'] / _limit(r, profiles, rate, rate_1), r) for r in records
+                  if r.get('method') == p['method'] and 'pass_rows_per_s' in r]
+        best = max(shares, key=lambda s: s[0]) if shares else None
         limit_1 = (rate_1 or rate) / total_flops if total_flops else float('inf')
         lines += ['', f'Matmul FLOPs per row: {total_flops / 1e3:.0f} k, so the physical limit is '
                   f'{limit:,.0f} rows/s ({limit_1:,.0f} on one core); the feature maps alone '
                   f'(one thread, no reading or encoding) run at {1e6 / total_us:,.0f} rows/s '
                   f'({1e6 / total_us / limit_1:.1%} of the one-core limit).'
-                  + (f' Best measured pass: {best:,.0f} rows/s ({best / limit:.1%} of the limit).'
-                     if best else ''), '']
+                  + (f" Best measured pass: {best[1]['pass_rows_per_s']:,.0f} rows/s "
+                     f"({best[1]['path']}, {best[1]['rows']:,} rows), {best[0]:.1%} of the limit "
+                     'of its cores.' if best else ''), '']
     (RESULTS / 'scale.md').write_text('\n'.join(lines) + '\n')
+
+
+def _flatness(records):
+    """Peak memory per path and method against its 1M-row figure (bar: 50M within 1.2x)."""
+    ok = [r for r in records if 'error' not in r]
+    lines = ['', '## Memory flatness', '',
+             'Peak memory (driver + workers, MB) at each size, and its ratio to the 1M-row '
+             'figure of the same path and method (bar: 50M rows within 1.2x).', '',
+             '| method | path | 1M | 10M | 50M | 10M / 1M | 50M / 1M |',
+             '|---|---|---:|---:|---:|---:|---:|']
+    seen = []
+    for r in ok:
+        if (r['method'], r['path']) not in seen:
+            seen.append((r['method'], r['path']))
+    for method, path in seen:
+        peak = {r['rows']: r['driver_peak_mb'] + (r.get('workers_peak_mb') or 0)
+                for r in ok if (r['method'], r['path']) == (method, path)}
+        cell = [f'{peak[n]:,.0f}' if n in peak else '–'
+                for n in (1_000_000, 10_000_000, 50_000_000)]
+        ratio = [f'{peak[n] / peak[1_000_000]:.2f}x' if n in peak and 1_000_000 in peak else '–'
+                 for n in (10_000_000, 50_000_000)]
+        lines.append(f"| {method} | {path} | {' | '.join(cell)} | {' | '.join(ratio)} |")
+    return lines
+
+
+def _before_after(before, records):
+    """The pass's rows/s before this branch's speed-ups and after, same rows and path."""
+    lines = ['', '## The pass before and after the speed-ups', '',
+             '"Before": the code at the commit named, run by its own copy of this script on the '
+             'same data; "after": the runs above. Loads differ between runs (start / end).', '',
+             '| method | path | rows | before rows/s | load | after rows/s | load | speed-up |',
+             '|---|---|---:|---:|---:|---:|---:|---:|']
+    for b in before:
+        if 'error' in b:
+            continue
+        after = [r for r in records if 'error' not in r
+                 and (r['method'], r['path'], r['rows']) == (b['method'], b['path'], b['rows'])]
+        if not after:
+            continue
+        a = after[-1]
+        lines.append(
+            f"| {b['method']} | {b['path']} | {b['rows']:,} | {b['pass_rows_per_s']:,.0f} | "
+            f"{b.get('load_start', float('nan')):.1f} / {b['load']:.1f} | "
+            f"{a['pass_rows_per_s']:,.0f} | {a.get('load_start', float('nan')):.1f} / "
+            f"{a['load']:.1f} | {a['pass_rows_per_s'] / b['pass_rows_per_s']:.2f}x |")
+    return lines
 
 
 def main():
@@ -370,6 +441,8 @@ def main():
     parser.add_argument('--report-only', action='store_true',
                         help='rewrite results/scale.md from results/scale.json, run nothing')
     parser.add_argument('--fresh', action='store_true', help='forget earlier records')
+    parser.add_argument('--before', help="another scale.json (an earlier commit's runs) for a "
+                                         'before/after table of the pass')
     parser.add_argument('--run', help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:  # child process: one run, its record as JSON on the last line
@@ -381,9 +454,10 @@ def main():
     saved = {} if args.fresh or not store.exists() else json.loads(store.read_text())
     records = saved.get('records', [])
     note = Path(args.note_file).read_text() if args.note_file else args.note
+    before = json.loads(Path(args.before).read_text())['records'] if args.before else None
     if args.report_only:
         write_report(records, saved['profiles'], saved['gemm_flops'], note,
-                     saved.get('gemm_flops_1'))
+                     saved.get('gemm_flops_1'), before)
         return
     print('sampling the base table ...', flush=True)
     make_base(args.base_rows)
@@ -419,7 +493,8 @@ def main():
         saved['gemm_flops_1'] = gemm_rate(threads=1)
         saved['gemm_flops'] = gemm_rate(threads=os.cpu_count())
         store.write_text(json.dumps(saved, indent=1))
-    write_report(records, saved['profiles'], saved['gemm_flops'], note, saved.get('gemm_flops_1'))
+    write_report(records, saved['profiles'], saved['gemm_flops'], note, saved.get('gemm_flops_1'),
+                 before)
     print(f"wrote {RESULTS / 'scale.md'}")
 
 
