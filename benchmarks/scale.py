@@ -333,7 +333,7 @@ def write_report(records, profiles, rate, note, rate_1=None, before=None):
         workers = f"{r['workers_peak_mb']:.0f}" if r.get('workers_peak_mb') else '–'
         limit = _limit(r, profiles, rate, rate_1)
         share = f"{r['pass_rows_per_s'] / limit:.0%}" if limit else '–'
-        load = (f"{r['load_start']:.1f} / " if 'load_start' in r else '') + f"{r['load']:.1f}"
+        load = _loads(r)
         lines.append(
             f"| {r['method']} | {r['path']} | {r['rows']:,} | {r['pass_s']:.1f} | "
             f"{r['pass_rows_per_s']:,.0f} | {share} | {r['train_s']:.1f} ({r['steps']}) | "
@@ -400,11 +400,17 @@ def _flatness(records):
     return lines
 
 
+def _loads(record):
+    return (f"{record['load_start']:.1f} / " if 'load_start' in record else '') + \
+        f"{record['load']:.1f}"
+
+
 def _before_after(before, records):
     """The pass's rows/s before this branch's speed-ups and after, same rows and path."""
     lines = ['', '## The pass before and after the speed-ups', '',
-             '"Before": the code at the commit named, run by its own copy of this script on the '
-             'same data; "after": the runs above. Loads differ between runs (start / end).', '',
+             '"Before": the code at this branch'"'"'s base (e1cdd4d), run by its own copy of this script on the '
+             'same data; "after": the runs above. Loads differ between runs (start / end; the '
+             'before runs recorded the end only).', '',
              '| method | path | rows | before rows/s | load | after rows/s | load | speed-up |',
              '|---|---|---:|---:|---:|---:|---:|---:|']
     for b in before:
@@ -417,9 +423,8 @@ def _before_after(before, records):
         a = after[-1]
         lines.append(
             f"| {b['method']} | {b['path']} | {b['rows']:,} | {b['pass_rows_per_s']:,.0f} | "
-            f"{b.get('load_start', float('nan')):.1f} / {b['load']:.1f} | "
-            f"{a['pass_rows_per_s']:,.0f} | {a.get('load_start', float('nan')):.1f} / "
-            f"{a['load']:.1f} | {a['pass_rows_per_s'] / b['pass_rows_per_s']:.2f}x |")
+            f"{_loads(b)} | {a['pass_rows_per_s']:,.0f} | {_loads(a)} | "
+            f"{a['pass_rows_per_s'] / b['pass_rows_per_s']:.2f}x |")
     return lines
 
 
