@@ -408,7 +408,8 @@ def _loads(record):
 def _before_after(before, records):
     """The pass's rows/s before this branch's speed-ups and after, same rows and path."""
     lines = ['', '## The pass before and after the speed-ups', '',
-             '"Before": the code at this branch'"'"'s base (e1cdd4d), run by its own copy of this script on the '
+             '"Before": the code at the base of this branch (e1cdd4d), run by its own copy of this '
+             'script on the '
              'same data; "after": the runs above. Loads differ between runs (start / end; the '
              'before runs recorded the end only).', '',
              '| method | path | rows | before rows/s | load | after rows/s | load | speed-up |',
