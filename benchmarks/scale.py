@@ -2,7 +2,8 @@
 
 Data: Adult's schema (15 columns, the public domain ``adult_domain.json``). A DP-HP model is
 fitted on the bundled 3,000-row public Adult sample and sampled: ``--base-rows`` rows (default
-1M) are written once as Parquet files (``cache/scale/base``, 65,536-row row groups). A table of
+1M, four ``sample(250_000)`` calls) are written once as Parquet files (``$SDV_DPKME_SCALE_CACHE``,
+default ``cache/scale``: put it outside the repo, e.g. under /tmp; 65,536-row row groups). A table of
 N rows is a directory of N / base-rows symbolic links to those files, so the 10M and 50M tables
 hold the same sampled rows repeated (throughput and memory do not depend on which rows they
 are; repeated files are read from the page cache, so disk bandwidth is not measured).
@@ -16,16 +17,23 @@ Every run (path x method x size) is a fresh process: peak memory is that run's a
 - torch threads: ``--torch-threads`` (default 1) sets OMP_NUM_THREADS for every run, so each
   engine parallelises over partitions its own way (Dask: 2 threads, Spark: 2 worker processes)
   and Parquet / pandas run the pass on one core. With torch's default (2 OpenMP threads per op)
-  the small feature chunks of the pass (80 rows with Adult's 49,422 pairwise features) ran about
-  10x slower on this shared, loaded machine (a 20,000-row Parquet pass: 14.9 s against 1.4 s);
+  the small feature chunks of the pass (80 rows then, 320 now, with Adult's 49,422 pairwise
+  features) ran about 10x slower on this shared, loaded machine (a 20,000-row Parquet pass:
+  14.9 s against 1.4 s);
 - the physical limit of the pass: the matmul FLOPs per row of every feature map (counted by the
   torch profiler on 2,048 encoded rows; elementwise feature work not counted) against the rate
-  of a dense float64 matmul measured on the same cores; and each map's own time per row.
+  of a dense float64 matmul measured on the same cores; and each map's own time per row, in the
+  distributed pass's chunks. Each run's share of the limit uses the cores its path runs on.
 
     python benchmarks/scale.py --sizes 1000000,10000000 --paths parquet,dask,spark,pandas
     python benchmarks/scale.py --sizes 100000 --methods dpmerf --steps 10   # quick look
 
 Writes ``results/scale.md`` and ``results/scale.json`` (one record per run, appended).
+``--note-file`` puts a Markdown text under the title; ``--before OTHER.json`` adds a before/after
+table of the pass (the runs of an earlier commit, e.g. ``results/scale_before.json``).
+
+    python benchmarks/scale.py --report-only --note-file results/scale_note.md \
+        --before results/scale_before.json
 """
 
 import argparse
