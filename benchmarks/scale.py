@@ -33,7 +33,7 @@ Writes ``results/scale.md`` and ``results/scale.json`` (one record per run, appe
 table of the pass (the runs of an earlier commit, e.g. ``results/scale_before.json``).
 
     python benchmarks/scale.py --report-only --note-file results/scale_note.md \
-        --before results/scale_before.json
+        --before benchmarks/results/scale_before.json
 """
 
 import argparse
