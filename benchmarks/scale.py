@@ -32,7 +32,7 @@ Writes ``results/scale.md`` and ``results/scale.json`` (one record per run, appe
 ``--note-file`` puts a Markdown text under the title; ``--before OTHER.json`` adds a before/after
 table of the pass (the runs of an earlier commit, e.g. ``results/scale_before.json``).
 
-    python benchmarks/scale.py --report-only --note-file results/scale_note.md \
+    python benchmarks/scale.py --report-only --note-file benchmarks/results/scale_note.md \
         --before benchmarks/results/scale_before.json
 """
 
