@@ -149,10 +149,10 @@ class ArrayEncoder:
     Only for a processor whose transformers with outputs are all public-domain DP transformers,
     each reading one raw column, that together write every encoded column once (``build`` gives
     None otherwise, and the processor's own transform runs); generators (ids, PII), which write
-    nothing, are skipped as in the fast reverse transform (``domain.decoding``). It calls each transformer's own
-    ``_transform`` on a copy of its column, as RDT's ``transform`` does, so the values, warnings
-    and errors are the same; what it skips is RDT's frame assembly (a copy and a concat of the
-    whole frame per column), which took most of the encoding time. Our transformers draw no
+    nothing, are skipped as in the fast reverse transform (``domain.decoding``). It calls each
+    transformer's own ``_transform`` on a copy of its column, as RDT's ``transform`` does, so the
+    values, warnings and errors are the same; what it skips is RDT's frame assembly (a copy and a
+    concat of the whole frame per column), which took most of the encoding time. Our transformers draw no
     randomness, so RDT's random-state bracket around ``_transform`` changes nothing either.
     """
 
