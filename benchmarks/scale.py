@@ -2,11 +2,12 @@
 
 Data: Adult's schema (15 columns, the public domain ``adult_domain.json``). A DP-HP model is
 fitted on the bundled 3,000-row public Adult sample and sampled: ``--base-rows`` rows (default
-1M, four ``sample(250_000)`` calls) are written once as Parquet files
-(``$SDV_DPKME_SCALE_CACHE``, default ``cache/scale``: put it outside the repo, e.g. under /tmp; 65,536-row row groups). A
-table of N rows is a directory of N / base-rows symbolic links to those files, so the 10M and 50M tables
-hold the same sampled rows repeated (throughput and memory do not depend on which rows they
-are; repeated files are read from the page cache, so disk bandwidth is not measured).
+1M, four ``sample(250_000)`` calls) are written once as Parquet files with 65,536-row row
+groups, under ``$SDV_DPKME_SCALE_CACHE`` (default ``cache/scale``; put it outside the repo, e.g.
+under /tmp). A table of N rows is a directory of N / base-rows symbolic links to those files, so
+the 10M and 50M tables hold the same sampled rows repeated (throughput and memory do not depend
+on which rows they are; repeated files are read from the page cache, so disk bandwidth is not
+measured).
 
 Every run (path x method x size) is a fresh process: peak memory is that run's alone. Measured:
 - the embedding pass (``engines.kme.one_pass``, reading + encoding + feature sums + reduce) and

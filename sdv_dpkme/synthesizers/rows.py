@@ -152,8 +152,9 @@ class ArrayEncoder:
     nothing, are skipped as in the fast reverse transform (``domain.decoding``). It calls each
     transformer's own ``_transform`` on a copy of its column, as RDT's ``transform`` does, so the
     values, warnings and errors are the same; what it skips is RDT's frame assembly (a copy and a
-    concat of the whole frame per column), which took most of the encoding time. Our transformers draw no
-    randomness, so RDT's random-state bracket around ``_transform`` changes nothing either.
+    concat of the whole frame per column), which took most of the encoding time. Our
+    transformers draw no randomness, so RDT's random-state bracket around ``_transform`` changes
+    nothing either.
     """
 
     def __init__(self, steps, width):
