@@ -2,10 +2,12 @@
 
 Data: Adult's schema (15 columns, the public domain ``adult_domain.json``). A DP-HP model is
 fitted on the bundled 3,000-row public Adult sample and sampled: ``--base-rows`` rows (default
-1M) are written once as Parquet files (``cache/scale/base``, 65,536-row row groups). A table of
-N rows is a directory of N / base-rows symbolic links to those files, so the 10M and 50M tables
-hold the same sampled rows repeated (throughput and memory do not depend on which rows they
-are; repeated files are read from the page cache, so disk bandwidth is not measured).
+1M, four ``sample(250_000)`` calls) are written once as Parquet files with 65,536-row row
+groups, under ``$SDV_DPKME_SCALE_CACHE`` (default ``cache/scale``; put it outside the repo, e.g.
+under /tmp). A table of N rows is a directory of N / base-rows symbolic links to those files, so
+the 10M and 50M tables hold the same sampled rows repeated (throughput and memory do not depend
+on which rows they are; repeated files are read from the page cache, so disk bandwidth is not
+measured).
 
 Every run (path x method x size) is a fresh process: peak memory is that run's alone. Measured:
 - the embedding pass (``engines.kme.one_pass``, reading + encoding + feature sums + reduce) and
@@ -16,16 +18,23 @@ Every run (path x method x size) is a fresh process: peak memory is that run's a
 - torch threads: ``--torch-threads`` (default 1) sets OMP_NUM_THREADS for every run, so each
   engine parallelises over partitions its own way (Dask: 2 threads, Spark: 2 worker processes)
   and Parquet / pandas run the pass on one core. With torch's default (2 OpenMP threads per op)
-  the small feature chunks of the pass (80 rows with Adult's 49,422 pairwise features) ran about
-  10x slower on this shared, loaded machine (a 20,000-row Parquet pass: 14.9 s against 1.4 s);
+  the small feature chunks of the pass (80 rows then, 320 now, with Adult's 49,422 pairwise
+  features) ran about 10x slower on this shared, loaded machine (a 20,000-row Parquet pass:
+  14.9 s against 1.4 s);
 - the physical limit of the pass: the matmul FLOPs per row of every feature map (counted by the
   torch profiler on 2,048 encoded rows; elementwise feature work not counted) against the rate
-  of a dense float64 matmul measured on the same cores; and each map's own time per row.
+  of a dense float64 matmul measured on the same cores; and each map's own time per row, in the
+  distributed pass's chunks. Each run's share of the limit uses the cores its path runs on.
 
     python benchmarks/scale.py --sizes 1000000,10000000 --paths parquet,dask,spark,pandas
     python benchmarks/scale.py --sizes 100000 --methods dpmerf --steps 10   # quick look
 
 Writes ``results/scale.md`` and ``results/scale.json`` (one record per run, appended).
+``--note-file`` puts a Markdown text under the title; ``--before OTHER.json`` adds a before/after
+table of the pass (the runs of an earlier commit, e.g. ``results/scale_before.json``).
+
+    python benchmarks/scale.py --report-only --note-file benchmarks/results/scale_note.md \
+        --before benchmarks/results/scale_before.json
 """
 
 import argparse
@@ -39,7 +48,8 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).parent
-CACHE = HERE / 'cache' / 'scale'
+#: where the sampled tables go (big: put it outside the repo, e.g. SDV_DPKME_SCALE_CACHE=/tmp/...)
+CACHE = Path(os.environ.get('SDV_DPKME_SCALE_CACHE', HERE / 'cache' / 'scale'))
 RESULTS = HERE / 'results'
 TABLE = 'adult'
 TARGET = 'income'
@@ -173,8 +183,11 @@ def run_one(path, method, size, base_rows, steps, spark_partitions):
 
     kme.one_pass, kme.train = timed_pass, timed_train
     spark = None
+    code = subprocess.run(['git', '-C', str(HERE), 'rev-parse', '--short', 'HEAD'],
+                          capture_output=True, text=True).stdout.strip()
     record = dict(path=path, method=method, rows=size, steps=steps,
-                  torch_threads=torch.get_num_threads())
+                  torch_threads=torch.get_num_threads(), code=code,
+                  load_start=os.getloadavg()[0])
     with WorkerPeak() as workers, warnings.catch_warnings():
         warnings.simplefilter('ignore')
         start = time.perf_counter()
@@ -246,14 +259,14 @@ def flop_profile(method):
         except StopIteration:
             pass
     kme.one_pass = real
-    from sdv_dpkme.engines.accumulate import chunk_rows
+    from sdv_dpkme.synthesizers.rows import pass_chunk_rows
 
     rows = 2048
     x = torch.as_tensor(caught['x'][:rows])
     y = torch.nn.functional.one_hot(torch.as_tensor(caught['y'][:rows]),
                                     caught['classes']).double()
     # timed as the pass runs them: one thread, chunks of the pass's size
-    chunk = chunk_rows([t.feature_map for t in caught['terms']], rows)
+    chunk = pass_chunk_rows([t.feature_map for t in caught['terms']])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     maps = []
@@ -294,33 +307,57 @@ def _timed(fn):
 
 
 # ------------------------------------------------------------------------------ report
-def write_report(records, profiles, rate, note, rate_1=None):
+#: cores each path's pass runs on (Parquet and pandas: one reader, one torch thread)
+PASS_CORES = {'parquet': 1, 'pandas': 1, 'dask': 2, 'spark': 2}
+
+
+def _limit(record, profiles, rate, rate_1):
+    """Rows/s of the pass if it ran at the matmul rate of the cores its path uses."""
+    flops = {p['method']: sum(m['flops_per_row'] for m in p['maps']) for p in profiles}
+    if record['method'] not in flops:
+        return None
+    cores_rate = (rate_1 or rate) if PASS_CORES.get(record['path'], 2) == 1 else rate
+    return cores_rate / flops[record['method']]
+
+
+def write_report(records, profiles, rate, note, rate_1=None, before=None):
     lines = ['# Scale-out: one-pass fits on pandas, Parquet, Dask and Spark (issue 19)', '',
              'Written by `benchmarks/scale.py` (see its docstring for the protocol). '
              f'Machine: {os.cpu_count()} cores shared with other jobs; the load average at '
-             'the end of each run is in the table: timings on a loaded machine are slower '
-             'and noisier than on an idle one.', '', note, '']
+             'the start and the end of each run is in the table: timings on a loaded machine '
+             'are slower and noisier than on an idle one.', '', note, '']
     lines += ['## Fits', '',
-              '| method | path | rows | embedding pass s | rows/s (pass) | training s '
-              '(steps) | other s | driver peak MB | workers peak MB | load |',
-              '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+              'Share of the limit: the pass\'s rows/s against the matmul-bound rows/s on the '
+              'cores the path uses (one for Parquet and pandas, two for Dask and Spark); see '
+              '"Physical limit of the pass".', '',
+              '| method | path | rows | embedding pass s | rows/s (pass) | share of the limit | '
+              'training s (steps) | other s | driver peak MB | workers peak MB | load start / end '
+              '| code |',
+              '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|']
     for r in records:
         if 'error' in r:
             lines.append(f"| {r['method']} | {r['path']} | {r['rows']:,} | failed: "
-                         f"{r['error'][:120]} | | | | | | |")
+                         f"{r['error'][:120]} | | | | | | | | |")
             continue
         workers = f"{r['workers_peak_mb']:.0f}" if r.get('workers_peak_mb') else '–'
+        limit = _limit(r, profiles, rate, rate_1)
+        share = f"{r['pass_rows_per_s'] / limit:.0%}" if limit else '–'
+        load = _loads(r)
         lines.append(
             f"| {r['method']} | {r['path']} | {r['rows']:,} | {r['pass_s']:.1f} | "
-            f"{r['pass_rows_per_s']:,.0f} | {r['train_s']:.1f} ({r['steps']}) | "
-            f"{r['other_s']:.1f} | {r['driver_peak_mb']:.0f} | {workers} | {r['load']:.1f} |")
+            f"{r['pass_rows_per_s']:,.0f} | {share} | {r['train_s']:.1f} ({r['steps']}) | "
+            f"{r['other_s']:.1f} | {r['driver_peak_mb']:.0f} | {workers} | {load} | "
+            f"{r.get('code', '')} |")
+    lines += _flatness(records)
+    if before:
+        lines += _before_after(before, records)
     lines += ['', '## Physical limit of the pass', '',
               f'Dense float64 matmul on this machine: {rate / 1e9:.1f} GFLOP/s on its '
               f'{os.cpu_count()} cores'
               + (f', {rate_1 / 1e9:.1f} GFLOP/s on one' if rate_1 else '')
               + ' (2048 x 2048, torch; the pass runs in float64). The physical limit below is '
-              'for all cores; the feature maps are timed on one thread, in the chunks the pass '
-              'uses, and compared with the one-core limit.', '']
+              'for all cores; the feature maps are timed on one thread, in the chunks the '
+              'distributed pass uses, and compared with the one-core limit.', '']
     for p in profiles:
         total_flops = sum(m['flops_per_row'] for m in p['maps'])
         total_us = sum(m['us_per_row'] for m in p['maps'])
@@ -335,17 +372,70 @@ def write_report(records, profiles, rate, note, rate_1=None):
                 f"| {m['group']} | {m['kind']} | {m['dim']:,} | {m['flops_per_row'] / 1e3:.1f} | "
                 f"{m['us_per_row']:.1f} | {m['us_per_row'] / total_us:.0%} | "
                 f"{m['flops_per_row'] / rate * 1e6:.2f} |")
-        measured = [r['pass_rows_per_s'] for r in records
-                    if r.get('method') == p['method'] and 'pass_rows_per_s' in r]
-        best = max(measured) if measured else None
+        shares = [(r['pass_rows_per_s'] / _limit(r, profiles, rate, rate_1), r) for r in records
+                  if r.get('method') == p['method'] and 'pass_rows_per_s' in r]
+        best = max(shares, key=lambda s: s[0]) if shares else None
         limit_1 = (rate_1 or rate) / total_flops if total_flops else float('inf')
         lines += ['', f'Matmul FLOPs per row: {total_flops / 1e3:.0f} k, so the physical limit is '
                   f'{limit:,.0f} rows/s ({limit_1:,.0f} on one core); the feature maps alone '
                   f'(one thread, no reading or encoding) run at {1e6 / total_us:,.0f} rows/s '
                   f'({1e6 / total_us / limit_1:.1%} of the one-core limit).'
-                  + (f' Best measured pass: {best:,.0f} rows/s ({best / limit:.1%} of the limit).'
-                     if best else ''), '']
+                  + (f" Best measured pass: {best[1]['pass_rows_per_s']:,.0f} rows/s "
+                     f"({best[1]['path']}, {best[1]['rows']:,} rows), {best[0]:.1%} of the limit "
+                     'of its cores.' if best else ''), '']
     (RESULTS / 'scale.md').write_text('\n'.join(lines) + '\n')
+
+
+def _flatness(records):
+    """Peak memory per path and method against its 1M-row figure (bar: 50M within 1.2x)."""
+    ok = [r for r in records if 'error' not in r]
+    lines = ['', '## Memory flatness', '',
+             'Peak memory (driver + workers, MB) at each size, and its ratio to the 1M-row '
+             'figure of the same path and method (bar: 50M rows within 1.2x).', '',
+             '| method | path | 1M | 10M | 50M | 10M / 1M | 50M / 1M |',
+             '|---|---|---:|---:|---:|---:|---:|']
+    seen = []
+    for r in ok:
+        if (r['method'], r['path']) not in seen:
+            seen.append((r['method'], r['path']))
+    for method, path in seen:
+        peak = {r['rows']: r['driver_peak_mb'] + (r.get('workers_peak_mb') or 0)
+                for r in ok if (r['method'], r['path']) == (method, path)}
+        cell = [f'{peak[n]:,.0f}' if n in peak else '–'
+                for n in (1_000_000, 10_000_000, 50_000_000)]
+        ratio = [f'{peak[n] / peak[1_000_000]:.2f}x' if n in peak and 1_000_000 in peak else '–'
+                 for n in (10_000_000, 50_000_000)]
+        lines.append(f"| {method} | {path} | {' | '.join(cell)} | {' | '.join(ratio)} |")
+    return lines
+
+
+def _loads(record):
+    return (f"{record['load_start']:.1f} / " if 'load_start' in record else '') + \
+        f"{record['load']:.1f}"
+
+
+def _before_after(before, records):
+    """The pass's rows/s before this branch's speed-ups and after, same rows and path."""
+    lines = ['', '## The pass before and after the speed-ups', '',
+             '"Before": the code at the base of this branch (e1cdd4d), run by its own copy of this '
+             'script on the '
+             'same data; "after": the runs above. Loads differ between runs (start / end; the '
+             'before runs recorded the end only).', '',
+             '| method | path | rows | before rows/s | load | after rows/s | load | speed-up |',
+             '|---|---|---:|---:|---:|---:|---:|---:|']
+    for b in before:
+        if 'error' in b:
+            continue
+        after = [r for r in records if 'error' not in r
+                 and (r['method'], r['path'], r['rows']) == (b['method'], b['path'], b['rows'])]
+        if not after:
+            continue
+        a = after[-1]
+        lines.append(
+            f"| {b['method']} | {b['path']} | {b['rows']:,} | {b['pass_rows_per_s']:,.0f} | "
+            f"{_loads(b)} | {a['pass_rows_per_s']:,.0f} | {_loads(a)} | "
+            f"{a['pass_rows_per_s'] / b['pass_rows_per_s']:.2f}x |")
+    return lines
 
 
 def main():
@@ -366,6 +456,8 @@ def main():
     parser.add_argument('--report-only', action='store_true',
                         help='rewrite results/scale.md from results/scale.json, run nothing')
     parser.add_argument('--fresh', action='store_true', help='forget earlier records')
+    parser.add_argument('--before', help="another scale.json (an earlier commit's runs) for a "
+                                         'before/after table of the pass')
     parser.add_argument('--run', help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:  # child process: one run, its record as JSON on the last line
@@ -377,9 +469,10 @@ def main():
     saved = {} if args.fresh or not store.exists() else json.loads(store.read_text())
     records = saved.get('records', [])
     note = Path(args.note_file).read_text() if args.note_file else args.note
+    before = json.loads(Path(args.before).read_text())['records'] if args.before else None
     if args.report_only:
         write_report(records, saved['profiles'], saved['gemm_flops'], note,
-                     saved.get('gemm_flops_1'))
+                     saved.get('gemm_flops_1'), before)
         return
     print('sampling the base table ...', flush=True)
     make_base(args.base_rows)
@@ -415,7 +508,8 @@ def main():
         saved['gemm_flops_1'] = gemm_rate(threads=1)
         saved['gemm_flops'] = gemm_rate(threads=os.cpu_count())
         store.write_text(json.dumps(saved, indent=1))
-    write_report(records, saved['profiles'], saved['gemm_flops'], note, saved.get('gemm_flops_1'))
+    write_report(records, saved['profiles'], saved['gemm_flops'], note, saved.get('gemm_flops_1'),
+                 before)
     print(f"wrote {RESULTS / 'scale.md'}")
 
 

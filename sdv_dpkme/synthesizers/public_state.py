@@ -162,6 +162,11 @@ def unit_box(processed_data):
         raise SynthesizerInputError(
             'The processed data must be numbers, as returned by preprocess().'
         ) from None
+    return unit_box_array(x)
+
+
+def unit_box_array(x):
+    """``unit_box`` of an encoded float64 array (refuses NaN, clips to [0, 1] with a warning)."""
     if np.isnan(x).any():
         raise SynthesizerInputError(
             'The processed data holds NaN; pass the output of preprocess() unchanged.'
