@@ -6,8 +6,9 @@ imports ``mechanism_zoo`` first and every other part of the package goes through
 
 from autodp import mechanism_zoo  # noqa: F401  (must come first)
 from autodp import calibrator_zoo, transformer_zoo
+from autodp.autodp_core import Mechanism
 
-__all__ = ['mechanism_zoo', 'calibrator_zoo', 'transformer_zoo', 'analytic_gaussian_multiplier', 'gaussian_epsilon']
+__all__ = ['Mechanism', 'mechanism_zoo', 'calibrator_zoo', 'transformer_zoo', 'analytic_gaussian_multiplier', 'gaussian_epsilon']
 
 
 def gaussian_epsilon(noise_multiplier, delta):

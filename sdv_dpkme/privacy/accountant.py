@@ -158,7 +158,8 @@ class PrivacyAccountant:
         if not sampled:  # exact Gaussian composition
             return gaussian_epsilon(sigma_eff, self.gaussian_delta), None
         bounds = epsilon_bounds(
-            sigma_eff, [(r.noise_multiplier, r.sampling_probability, r.count) for r in sampled],
+            sigma_eff,
+            [(r.noise_multiplier, r.sampling_probability, r.count, r.sampling) for r in sampled],
             self.gaussian_delta,
         )
         return min(bounds.values()), bounds
@@ -166,8 +167,9 @@ class PrivacyAccountant:
     def calibrate_subsampled(self, sampling_probability, count, sampling=SAMPLING_WOR):
         """Multiplier for ``count`` subsampled releases that spends the rest of the budget.
 
-        ``sampling``: ``SAMPLING_WOR`` or ``SAMPLING_POISSON``; both have the same bounds
-        (relative to the replace-one sensitivity of the released statistic, see ``subsampled``).
+        ``sampling``: ``SAMPLING_WOR`` or ``SAMPLING_POISSON`` (multipliers relative to the
+        replace-one sensitivity of the released statistic; Poisson groups also get the triangle
+        bound, see ``subsampled``).
         """
         check_scheme(sampling)
         if not self.private:
@@ -177,7 +179,7 @@ class PrivacyAccountant:
             raise NotImplementedError('one group of subsampled releases per fit')
         return calibrate_subsampled(
             self.epsilon, self.gaussian_delta, self.effective_multiplier(plain) if plain else None,
-            sampling_probability, count,
+            sampling_probability, count, sampling=sampling,
         )
 
     def record(self, release):

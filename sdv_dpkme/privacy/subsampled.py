@@ -11,7 +11,10 @@ Two sampling schemes, both under replace-one adjacency (n public):
   gamma = q: replacing row i, and conditioning on the other selected rows, both outputs are
   mixtures (1-q) p0 + q p1 and (1-q) p0 + q p1' whose three components are pairwise Gaussians with
   means at most 2C apart, and the proof of Theorem 9 only uses such pairwise RDP bounds (plus
-  joint convexity over the conditioning); see docs/privacy.md. The sensitivity is 2C.
+  joint convexity over the conditioning); see docs/privacy.md. The sensitivity is 2C. For the
+  whole group of T steps, the RDP at each order is the min of T times that bound and the
+  triangle bound of ``poisson_rdp`` (through an auxiliary run without row i's term), which is
+  much tighter at large q.
 
 In both, the base mechanism is a Gaussian whose noise multiplier is relative to the replace-one
 sensitivity of the released statistic.
@@ -36,11 +39,13 @@ import math
 import torch
 
 from sdv_dpkme.privacy._autodp import (
+    Mechanism,
     analytic_gaussian_multiplier,
     gaussian_epsilon,
     mechanism_zoo,
     transformer_zoo,
 )
+from sdv_dpkme.privacy.poisson_rdp import replace_one_rdp
 from sdv_dpkme.privacy.report import Release
 
 SAMPLING_WOR = 'uniform without replacement'
@@ -52,12 +57,16 @@ _AMPLIFICATION = {
     SAMPLING_WOR: 'amplification by sampling without replacement (autodp, Wang, Balle & '
                   'Kasiviswanathan 2019)',
     SAMPLING_POISSON: 'amplification by Poisson sampling (each row selected independently with '
-                      'probability q) under replace-one adjacency: the general subsampled-RDP '
-                      'bound of Wang, Balle & Kasiviswanathan 2019, Thm 9 (autodp '
+                      'probability q) under replace-one adjacency, at each order the min of two '
+                      'RDP bounds on the group of T steps: T x the general subsampled-RDP bound '
+                      'of Wang, Balle & Kasiviswanathan 2019, Thm 9 (autodp '
                       'AmplificationBySampling(PoissonSampling=False)) with gamma = q and the '
                       'base Gaussian multiplier relative to the replace-one sensitivity 2C of the '
-                      'clipped sum; valid because that proof only uses pairwise bounds between the '
-                      'mixture components (docs/privacy.md)',
+                      'clipped sum (valid because that proof only uses pairwise bounds between '
+                      'the mixture components), and the weak triangle inequality (Mironov 2017, '
+                      'Prop. 11) through the run without the replaced row\'s term: '
+                      '(a-1/2)/(a-1) T eps(2a) + T eps(2a-1), eps the sampled Gaussian RDP '
+                      '(Mironov, Talwar & Zhang 2019) with multiplier s/C (docs/privacy.md)',
 }
 
 
@@ -104,28 +113,58 @@ def _amplified(sigma, prob):
 
 
 def subsampled_rdp(sigma, prob):
-    """RDP curve alpha -> epsilon(alpha) of one subsampled release, as the accountant bounds it."""
+    """RDP curve alpha -> epsilon(alpha) of one subsampled release under Theorem 9 (per step)."""
     _check([(sigma, prob, 1)])
     return _amplified(sigma, prob).RenyiDP
 
 
+def poisson_group_rdp(sigma, prob, count):
+    """RDP curve of a group of ``count`` Poisson-subsampled releases at replace-one multiplier
+    ``sigma`` (= s / 2C): at each order the min of Theorem 9 composed ``count`` times and the
+    triangle bound of ``poisson_rdp`` (whose multiplier is relative to C: 2 sigma)."""
+    _check([(sigma, prob, count)])
+    per_step = subsampled_rdp(sigma, prob)
+
+    def rdp(alpha):
+        alpha = float(alpha)
+        return min(count * float(per_step(alpha)),
+                   replace_one_rdp(prob, 2 * sigma, int(count), alpha))
+
+    return rdp
+
+
 def _check(subsampled):
-    for _, prob, _ in subsampled:
+    for entry in subsampled:
+        prob = entry[1]
         if not 0 < prob <= 1:
             raise ValueError(f'sampling probability must be in (0, 1], got {prob!r}')
+        if len(entry) > 3:
+            check_scheme(entry[3])
+
+
+def _group(sigma, prob, count, sampling=SAMPLING_WOR):
+    """(autodp mechanism, how many times it composes) of one group of subsampled releases."""
+    if sampling == SAMPLING_POISSON and prob < 1:
+        mech = Mechanism()
+        mech.name, mech.params = 'PoissonReplaceOneGroup', {'sigma': sigma, 'prob': prob}
+        mech.propagate_updates(poisson_group_rdp(sigma, prob, count), 'RDP')
+        return mech, 1
+    return _amplified(sigma, prob), int(count)
 
 
 def rdp_epsilon(gaussian_multiplier, subsampled, delta):
     """RDP bound: epsilon at ``delta`` of one plain Gaussian (multiplier, None for none) composed
-    with ``subsampled`` = [(multiplier, sampling probability B/n or q, count), ...] via autodp."""
+    with ``subsampled`` = [(multiplier, sampling probability B/n or q, count[, sampling scheme]),
+    ...] via autodp (scheme ``SAMPLING_WOR`` when left out)."""
     _check(subsampled)
     mechs, counts = [], []
     if gaussian_multiplier is not None and math.isfinite(gaussian_multiplier):
         mechs.append(_replace_one_gaussian(gaussian_multiplier))
         counts.append(1)
-    for sigma, prob, count in subsampled:
-        mechs.append(_amplified(sigma, prob))
-        counts.append(int(count))
+    for entry in subsampled:
+        mech, count = _group(*entry)
+        mechs.append(mech)
+        counts.append(count)
     if not mechs:
         return 0.0
     return float(transformer_zoo.Composition()(mechs, counts).get_approxDP(delta))
@@ -133,7 +172,7 @@ def rdp_epsilon(gaussian_multiplier, subsampled, delta):
 
 def _precision(gaussian_multiplier, subsampled):
     plain = 0.0 if gaussian_multiplier is None else gaussian_multiplier**-2.0  # inf -> 0
-    return plain + sum(int(count) / sigma**2 for sigma, _, count in subsampled)
+    return plain + sum(int(entry[2]) / entry[0]**2 for entry in subsampled)
 
 
 def exact_gaussian_epsilon(gaussian_multiplier, subsampled, delta):
@@ -170,19 +209,21 @@ def exact_multiplier(epsilon, delta, gaussian_multiplier, count):
     return math.inf
 
 
-def calibrate_subsampled(epsilon, delta, gaussian_multiplier, prob, count, tol=1e-3):
-    """Smallest multiplier for ``count`` subsampled releases so that, composed with the plain
-    Gaussian part, the min of both bounds (``epsilon_bounds``) is <= epsilon at delta.
+def calibrate_subsampled(epsilon, delta, gaussian_multiplier, prob, count, tol=1e-3,
+                         sampling=SAMPLING_WOR):
+    """Smallest multiplier for ``count`` subsampled releases of scheme ``sampling`` so that,
+    composed with the plain Gaussian part, the min of both bounds (``epsilon_bounds``) is <=
+    epsilon at delta.
 
     Both bounds decrease in sigma, so the answer is the smaller of the two calibrations: the exact
     Gaussian one in closed form, the RDP one by bisection (within relative ``tol``) and only when
     RDP beats the exact one at its multiplier.
     """
-    _check([(None, prob, count)])
+    _check([(None, prob, count, sampling)])
     exact = exact_multiplier(epsilon, delta, gaussian_multiplier, count)
 
     def rdp_spent(sigma):
-        return rdp_epsilon(gaussian_multiplier, [(sigma, prob, count)], delta)
+        return rdp_epsilon(gaussian_multiplier, [(sigma, prob, count, sampling)], delta)
 
     if math.isfinite(exact):
         if rdp_spent(exact) > epsilon:
@@ -297,7 +338,9 @@ class PoissonSubsampledGaussianMechanism(_SubsampledGaussian):
             )
         details = {
             'clip_norm': self.clip_norm,
-            'bound': 'min(RDP: Wang-Balle-Kasiviswanathan 2019 Thm 9 with gamma=q, exact Gaussian)',
+            'bound': ('min(RDP: at each order the min of Wang-Balle-Kasiviswanathan 2019 Thm 9 '
+                      'with gamma=q and the weak-triangle bound through the run without the '
+                      'replaced row, exact Gaussian)'),
             **dict(details or {}),
         }
         super().__init__(

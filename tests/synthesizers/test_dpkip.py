@@ -119,12 +119,13 @@ def test_the_report_holds_the_counts_and_one_poisson_group_and_epsilon_recompute
     from sdv_dpkme.privacy.accountant import analytic_gaussian_multiplier
     assert counts.noise_multiplier ** -2 == pytest.approx(
         0.02 * analytic_gaussian_multiplier(1.0, report.delta) ** -2, rel=1e-9)
-    # independent recomputation (WBK Thm 9 in numpy + the plain Gaussian's alpha / 2 sigma^2,
-    # Balle et al. 2020 conversion)
+    # independent recomputation (min of WBK Thm 9 and the triangle bound in numpy, at integer
+    # orders, + the plain Gaussian's alpha / 2 sigma^2, Balle et al. 2020 conversion); the
+    # accountant also uses real orders, so it may be a little lower
     alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count,
                                 plain=counts.noise_multiplier)
-    assert report.epsilon_calibrated == pytest.approx(
-        min(_bbghs_conversion(alphas, rdp, report.delta), 1.0), rel=1e-6)
+    independent = min(_bbghs_conversion(alphas, rdp, report.delta), 1.0)
+    assert independent * (1 - 1e-3) <= report.epsilon_calibrated <= independent * (1 + 1e-9)
     assert report.epsilon_calibrated <= 1.0
     assert any('Class-balance weights' in note for note in report.notes)
 
@@ -137,8 +138,8 @@ def test_without_class_balance_the_report_is_one_poisson_group():
     report = synth.get_privacy_report()
     (row,) = report.releases
     alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count)
-    assert report.epsilon_calibrated == pytest.approx(
-        min(_bbghs_conversion(alphas, rdp, report.delta), 1.0), rel=1e-6)
+    independent = min(_bbghs_conversion(alphas, rdp, report.delta), 1.0)
+    assert independent * (1 - 1e-3) <= report.epsilon_calibrated <= independent * (1 + 1e-9)
 
 
 def test_domain_discovery_and_dp_sgd_share_one_budget(table):
