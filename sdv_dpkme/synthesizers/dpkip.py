@@ -49,7 +49,7 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
             sensitivity is unchanged.
         The defaults (100 steps at q = 0.02, C = 0.1, learning rate 0.02) were chosen on Adult
         at epsilon = 1 (benchmarks/results/dpkip_tuning.md); the paper's 10 epochs at q = 0.01
-        add noise faster than signal under the replace-one accounting.
+        did no better there once the accountant allowed them.
 
     Sampling: ``get_distilled_data()`` returns the distilled rows, each once, in class order.
     ``sample(num_rows)`` returns them in a random order; asking for more rows than were
