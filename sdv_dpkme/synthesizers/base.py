@@ -213,15 +213,15 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         declared, undeclared = self._resolve_domains()
         self._discovery = None
         self._undeclared = undeclared
+        source = table_data if rows is None else rows
         if undeclared:
-            discovery = discover(table_data if rows is None else rows, undeclared, self._ledger,
-                                 self.domain_budget_share)
+            discovery = discover(source, undeclared, self._ledger, self.domain_budget_share)
             warn_discovered(discovery)
             check_usable(discovery, self.target_column)  # kept only if usable
             self._discovery = discovery
             declared = {**declared, **discovery.domains}
         # after discovery, whose delta reservation must precede every release
-        self._vote_integers(table_data if rows is None else rows, declared)
+        self._vote_integers(source, declared)
         order = list(self._original_metadata._convert_to_single_table().columns)
         self._domains = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
 
@@ -565,7 +565,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
             return 'discovered under DP (domain_discovery)' if d.discovered else 'declared'
 
         def integer(d):
-            if not getattr(d, 'integer_voted', False):
+            if not d.integer_voted:  # a dataclass default: also on domains pickled before
                 return ''
             return ('; integer' if d.integer else '; not integer') + ' by DP vote (integer_discovery)'
 

@@ -130,7 +130,7 @@ def warn_undeclared_types(domains, table_data):
     may be said."""
     declared = [d for d in domains.values() if not d.discovered]
     integers = [d.name for d in declared if d.sdtype == 'numerical' and not d.integer
-                and not getattr(d, 'integer_voted', False)
+                and not d.integer_voted
                 and table_data[d.name].dtype.kind in 'iu']
     if integers:
         warnings.warn(
