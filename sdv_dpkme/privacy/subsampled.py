@@ -41,6 +41,7 @@ import torch
 from sdv_dpkme.privacy._autodp import (
     Mechanism,
     analytic_gaussian_multiplier,
+    approx_dp,
     gaussian_epsilon,
     mechanism_zoo,
     transformer_zoo,
@@ -167,7 +168,7 @@ def rdp_epsilon(gaussian_multiplier, subsampled, delta):
         counts.append(count)
     if not mechs:
         return 0.0
-    return float(transformer_zoo.Composition()(mechs, counts).get_approxDP(delta))
+    return approx_dp(transformer_zoo.Composition()(mechs, counts), delta)
 
 
 def _precision(gaussian_multiplier, subsampled):

@@ -29,7 +29,6 @@ from sdv_dpkme.privacy import (
 from sdv_dpkme.privacy.poisson_rdp import MAX_ORDER, replace_one_rdp, sampled_gaussian_rdp
 from sdv_dpkme.privacy.subsampled import epsilon_bounds, poisson_group_rdp, subsampled_rdp
 
-pytestmark = pytest.mark.filterwarnings('ignore::RuntimeWarning')  # autodp's log(0) at q = 1
 
 DELTA = 1e-5
 
