@@ -39,6 +39,7 @@ CACHE = Path('/tmp/sdv_dpkme_images_cache')
 #: DP-SGD accounting of a run (runs before commit 4e71472 had Theorem 9 only: more noise)
 OLD_ACCOUNTANT = 'Thm 9'
 NEW_ACCOUNTANT = 'Thm 9 + triangle'
+MOMENTS_ACCOUNTANT = 'exact Gaussian (2 releases)'
 
 
 def load(data):
@@ -108,6 +109,8 @@ def run_kip(args):
                             batch_size=args.batch_size, clip_norm=args.clip,
                             learning_rate=args.lr, regularization=args.reg,
                             pixel_range=(0, 255), project_support=args.project,
+                            mechanism=args.mechanism, moment_share=args.moment_share,
+                            moment_ridge=args.moment_ridge, moment_steps=args.moment_steps,
                             random_state=args.seed, verbose=args.verbose)
     started = time.perf_counter()
     model._check_parameters()
@@ -117,20 +120,31 @@ def run_kip(args):
     conv = convnet_accuracy(np.clip(model.distilled_images_ / 255.0, 0, 1),
                             model.distilled_labels_, xt / 255.0, yt, seed=args.seed)
     tag = '' if (args.epochs, args.batch_size) == (2.5, 500) else \
-        f'_b{args.batch_size:g}_e{args.epochs:g}'  # other schedules keep their own file
+        f'_b{args.batch_size:g}_e{args.epochs:g}'  # other settings keep their own file
+    if (args.clip, args.lr) != (1e-3, 0.05):
+        tag += f'_c{args.clip:g}_lr{args.lr:g}'
+    if args.project:
+        tag += '_proj'
+    if args.mechanism == 'moments':
+        tag = f'_moments_s{args.moment_share:g}_r{args.moment_ridge:g}_t{args.moment_steps}' \
+            f'_lr{args.lr:g}' + ('_proj' if args.project else '')
     out = RESULTS / f'images_kip_{args.data}_eps{args.epsilon:g}_seed{args.seed}{tag}.npz'
     np.savez_compressed(out, images=model.distilled_images_, labels=model.distilled_labels_)
     return dict(
         method='DP-KIP-ScatterNet', data=args.data, epsilon=args.epsilon, seed=args.seed,
         krr_accuracy=krr, convnet_accuracy=conv,
         epsilon_spent=model.privacy_report_.epsilon_spent,
-        noise_multiplier=model.privacy_report_.releases[0].noise_multiplier,
+        noise_multiplier=model.privacy_report_.releases[0].noise_multiplier,  # moments: Gram's
         steps=model.n_steps_, q=model.sampling_rate_,
-        settings=dict(epochs=args.epochs, batch_size=args.batch_size, clip=args.clip,
-                      lr=args.lr, reg=args.reg, project_support=args.project),
+        settings=(dict(epochs=args.epochs, batch_size=args.batch_size, clip=args.clip,
+                       lr=args.lr, reg=args.reg, project_support=args.project)
+                  if args.mechanism == 'dp-sgd' else
+                  dict(mechanism='moments', moment_share=args.moment_share,
+                       moment_ridge=args.moment_ridge, moment_steps=args.moment_steps,
+                       lr=args.lr, reg=args.reg, project_support=args.project)),
         feature_seconds=feats['seconds'], dpsgd_seconds=model.fit_seconds_,
         wall_seconds=feats['seconds'] + model.fit_seconds_, images_file=out.name,
-        accountant=NEW_ACCOUNTANT,
+        accountant=NEW_ACCOUNTANT if args.mechanism == 'dp-sgd' else MOMENTS_ACCOUNTANT,
     )
 
 
@@ -192,6 +206,10 @@ def grid_png(path, rows):
     plt.close(fig)
 
 
+def _num(value):
+    return '–' if value is None else f'{value:.4g}'
+
+
 def report():
     lines = [json.loads(line) for line in LOG.read_text().splitlines() if line.strip()]
     md = ['# Images: DP-KIP-ScatterNet and DP-MERF / DP-HP image generators', '',
@@ -207,7 +225,7 @@ def report():
         if r['method'] != 'DP-KIP-ScatterNet':
             continue
         md.append(f"| {r['data']} | {r['epsilon']:g} | {r['seed']} | {100 * r['krr_accuracy']:.1f}"
-                  f" | {100 * r['convnet_accuracy']:.1f} | {r['steps']} | {r['q']:.4g} | "
+                  f" | {100 * r['convnet_accuracy']:.1f} | {r['steps']} | {_num(r['q'])} | "
                   f"{r['noise_multiplier']:.3g} | {r.get('accountant', OLD_ACCOUNTANT)} | "
                   f"{r['settings']} | {r['feature_seconds']:.0f} | "
                   f"{r['dpsgd_seconds']:.0f} | {r['wall_seconds']:.0f} | {r['peak_mb']:.0f} |")
@@ -289,6 +307,10 @@ def main():
     parser.add_argument('--lr', type=float, default=0.05)
     parser.add_argument('--reg', type=float, default=1e-3)
     parser.add_argument('--project', action='store_true')
+    parser.add_argument('--mechanism', default='dp-sgd', choices=['dp-sgd', 'moments'])
+    parser.add_argument('--moment-share', type=float, default=0.5)
+    parser.add_argument('--moment-ridge', type=float, default=3e-3)
+    parser.add_argument('--moment-steps', type=int, default=300)
     parser.add_argument('--steps', type=int, default=500)
     parser.add_argument('--features', type=int, default=2000)
     parser.add_argument('--length', type=float, default=5.0)

@@ -16,6 +16,10 @@ Algorithm box (algorithms.md §3.1, §3.3, §3.4; our CPU-friendly variant of st
        X_s <- Adam(X_s, J_F(X_s)^T G)      (vector-Jacobian product through the scattering:
                                             post-processing of the noisy G)
   3. release (X_s, Y_s).
+``mechanism='moments'`` replaces step 2's T releases by ONE release of the two sums that the
+linear-kernel KIP loss reads (sum phi phi^T and sum phi y^T of unit-norm features), then
+optimises the support on the whole-data loss with no further private access
+(``engines.kip_moments`` has its algorithm box).
 Privacy: step 2's G is a Gaussian mechanism on a sum of per-example vectors of norm <= C, so
 replacing one image moves the sum by <= 2C; the T releases are one Poisson-subsampled Gaussian
 group of the ledger's accountant (``privacy.subsampled``). The map back to pixels uses F's
@@ -33,6 +37,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from sdv_dpkme.engines import kip_moments
 from sdv_dpkme.engines.generator import resolve_device
 from sdv_dpkme.engines.kip import (
     centred_one_hot,
@@ -50,6 +55,9 @@ from sdv_dpkme.images._inputs import (
 )
 from sdv_dpkme.images.scattering import ScatterNet
 from sdv_dpkme.privacy import Ledger, PoissonSubsampledGaussianMechanism
+
+
+MECHANISMS = ('dp-sgd', 'moments')
 
 
 def krr_fit(support_features, support_y, regularization):
@@ -75,6 +83,12 @@ class DPKIPScatterNet:
         regularization: lambda of the trace-scaled ridge.
         pixel_range: the declared public range of the pixel values (default [0, 1]).
         project_support: clamp the support to the pixel range after every step (post-processing).
+        mechanism: 'dp-sgd' (the paper's: T Poisson-subsampled noisy gradients) or 'moments' (one
+            release of the loss's two data sums, features scaled to unit norm; the kernel is then
+            the linear kernel on unit-norm ScatterNet features, for training and prediction).
+        moment_share: 'moments' only: the Gram sum's share of the budget (the rest: sum phi y^T).
+        moment_ridge: 'moments' only: rho added to the released Gram / n (after its PSD part).
+        moment_steps: 'moments' only: Adam steps on the support (no privacy cost).
         device: 'cpu' (default), 'auto' (GPU if torch sees one) or a torch device.
         random_state: seed of the model RNG (support initialisation); never the noise.
         noise_seed: TEST ONLY: fixes the privacy noise, which voids the guarantee (reported).
@@ -87,7 +101,8 @@ class DPKIPScatterNet:
 
     def __init__(self, epsilon, delta=1e-5, images_per_class=10, n_classes=10, epochs=10,
                  batch_size=2000, clip_norm=1e-2, learning_rate=0.1, regularization=1e-3,
-                 pixel_range=(0.0, 1.0), project_support=False, device='cpu',
+                 pixel_range=(0.0, 1.0), project_support=False, mechanism='dp-sgd',
+                 moment_share=0.5, moment_ridge=3e-3, moment_steps=300, device='cpu',
                  random_state=None, noise_seed=None, verbose=False):
         self.epsilon = epsilon
         self.delta = delta
@@ -100,6 +115,10 @@ class DPKIPScatterNet:
         self.regularization = regularization
         self.pixel_range = pixel_range
         self.project_support = project_support
+        self.mechanism = mechanism
+        self.moment_share = moment_share
+        self.moment_ridge = moment_ridge
+        self.moment_steps = moment_steps
         self.device = device
         self.random_state = random_state
         self.noise_seed = noise_seed
@@ -114,6 +133,13 @@ class DPKIPScatterNet:
         positive_number(self.clip_norm, 'clip_norm')
         positive_number(self.learning_rate, 'learning_rate')
         positive_number(self.regularization, 'regularization', allow_zero=True)
+        if self.mechanism not in MECHANISMS:
+            raise ImageInputError(f'mechanism must be one of {MECHANISMS}, got {self.mechanism!r}')
+        if self.mechanism == 'moments':
+            positive_number(self.moment_ridge, 'moment_ridge', allow_zero=True)
+            positive_int(self.moment_steps, 'moment_steps')
+            if not positive_number(self.moment_share, 'moment_share') < 1:
+                raise ImageInputError(f'moment_share must be below 1, got {self.moment_share!r}.')
         return check_pixel_range(self.pixel_range)
 
     def steps_for(self, n):
@@ -139,7 +165,6 @@ class DPKIPScatterNet:
     def _fit_features(self, phi, labels, shape, squeeze, pixel_range, started):
         """Steps 1-3 on the private features ``phi`` (n, p) of step 0. Benchmarks call it with
         cached features to compare settings; ``fit`` is the entry point."""
-        n = len(phi)
         device = resolve_device(self.device)
         rng = torch.Generator().manual_seed(
             int(np.random.SeedSequence(self.random_state).generate_state(1)[0]))
@@ -152,17 +177,55 @@ class DPKIPScatterNet:
         support = torch.rand(len(support_labels), channels, height, width, generator=rng)
         support = support.to(device).requires_grad_(True)
 
-        q, steps = self.steps_for(n)
         ledger = Ledger.open(self.epsilon, self.delta, self.noise_seed)
+        if self.mechanism == 'moments':
+            history, steps, q, notes = self._distil_from_moments(
+                phi, y_all, net, support, support_y, ledger, device)
+        else:
+            history, steps, q, notes = self._dp_sgd(phi, y_all, net, support, support_y, ledger,
+                                                    device)
+        del phi
+        support = support.detach().cpu()
+        if not torch.isfinite(support).all():
+            warnings.warn('The distilled images hold non-finite values; lower learning_rate.')
+        p_low, p_high = pixel_range
+        images_out = (p_low + (p_high - p_low) * support).float()
+        self._shape = (int(channels), int(height), int(width))
+        self._support01 = support.float()
+        self.distilled_images_ = (images_out[:, 0] if squeeze else images_out).numpy()
+        self.distilled_labels_ = support_labels.astype(np.int64)
+        self.history_ = np.asarray(history)
+        self.n_steps_ = steps
+        self.sampling_rate_ = q
+        self.unit_features_ = self.mechanism == 'moments'  # the kernel the support was fit for
+        self.privacy_report_ = ledger.accountant.report(
+            ledger.noise,
+            public_inputs=[f'pixel_range={tuple(pixel_range)}', f'n_classes={self.n_classes}',
+                           f'image shape {self._shape}', 'n (public under replace-one)'],
+            notes=[
+                f'Support initialised from public uniform noise (model RNG); '
+                f'{len(support_labels)} images, labels fixed (centred one-hot).',
+                *notes,
+                'No private normalisation: pixels are mapped from the declared range to [0, 1].',
+            ],
+        )
+        self.fit_seconds_ = time.perf_counter() - started
+        self._alpha = None
+        return self
+
+    def _dp_sgd(self, phi, y_all, net, support, support_y, ledger, device):
+        """Step 2 of the algorithm box: T noisy, clipped feature gradients (the paper's)."""
+        n = len(phi)
+        q, steps = self.steps_for(n)
         clip = float(self.clip_norm)
         mechanism = PoissonSubsampledGaussianMechanism(
             ledger.accountant, ledger.noise, name='kip_feature_gradients',
             description=(f'DP-SGD gradients of the KIP loss (linear kernel on ScatterNet '
                          f'features, ridge {self.regularization:g}) w.r.t. the feature matrix of '
-                         f'{len(support_labels)} support images x {phi.shape[1]} features, '
+                         f'{len(support)} support images x {phi.shape[1]} features, '
                          f'per-example clip {clip:g}'),
             clip_norm=clip, sampling_probability=q, population=n, count=steps,
-            dimension=len(support_labels) * phi.shape[1],
+            dimension=len(support) * phi.shape[1],
             details={'clipped_in': 'support feature space (then mapped back to pixels by the '
                                    'scattering Jacobian: post-processing)'},
         )
@@ -188,37 +251,44 @@ class DPKIPScatterNet:
                 with torch.no_grad():
                     support.clamp_(low, high)
             history.append(float(noisy.norm()))
+        notes = [
+            f'{steps} DP-SGD steps, each image in a batch with probability q = {q:.6g} '
+            f'(n = {n}); noisy sum divided by the expected batch size q n.',
+            'Per-example gradients are taken and clipped w.r.t. the support feature matrix '
+            '(private features fixed, computed once); the noisy gradient is mapped to pixels '
+            'through the scattering Jacobian of the current support (post-processing).',
+        ]
+        return history, steps, q, notes
+
+    def _distil_from_moments(self, phi, y_all, net, support, support_y, ledger, device):
+        """``mechanism='moments'``: one release of sum phi phi^T and sum phi y^T (unit-norm
+        features), then Adam on the whole-data loss (``engines.kip_moments``)."""
+        n = len(phi)
+        phi = kip_moments.unit_rows(phi.float())
+        gram, cross = kip_moments.release_moments(
+            phi, y_all, ledger, gram_share=float(self.moment_share),
+            description=', ScatterNet features of the private images scaled to unit norm')
         del phi
-        support = support.detach().cpu()
-        if not torch.isfinite(support).all():
-            warnings.warn('The distilled images hold non-finite values; lower learning_rate.')
-        p_low, p_high = pixel_range
-        images_out = (p_low + (p_high - p_low) * support).float()
-        self._shape = (int(channels), int(height), int(width))
-        self._support01 = support.float()
-        self.distilled_images_ = (images_out[:, 0] if squeeze else images_out).numpy()
-        self.distilled_labels_ = support_labels.astype(np.int64)
-        self.history_ = np.asarray(history)
-        self.n_steps_ = steps
-        self.sampling_rate_ = q
-        self.privacy_report_ = ledger.accountant.report(
-            ledger.noise,
-            public_inputs=[f'pixel_range={tuple(pixel_range)}', f'n_classes={self.n_classes}',
-                           f'image shape {self._shape}', 'n (public under replace-one)'],
-            notes=[
-                f'Support initialised from public uniform noise (model RNG); '
-                f'{len(support_labels)} images, labels fixed (centred one-hot).',
-                f'{steps} DP-SGD steps, each image in a batch with probability q = {q:.6g} '
-                f'(n = {n}); noisy sum divided by the expected batch size q n.',
-                'Per-example gradients are taken and clipped w.r.t. the support feature matrix '
-                '(private features fixed, computed once); the noisy gradient is mapped to pixels '
-                'through the scattering Jacobian of the current support (post-processing).',
-                'No private normalisation: pixels are mapped from the declared range to [0, 1].',
-            ],
-        )
-        self.fit_seconds_ = time.perf_counter() - started
-        self._alpha = None
-        return self
+        gram, cross = kip_moments.loss_matrices(gram, cross, n, self.moment_ridge)
+        gram, cross = gram.to(device), cross.to(device)
+
+        def features_of(x):
+            return kip_moments.unit_rows(net(x).double())
+
+        project = (lambda x: x.clamp_(0.0, 1.0)) if self.project_support else None
+        progress = (lambda r: tqdm(r, desc='KIP on the released moments',
+                                   disable=not self.verbose))
+        history = kip_moments.distil(support, features_of, support_y, gram, cross,
+                                     self.regularization, self.moment_steps, self.learning_rate,
+                                     project=project, progress=progress)
+        notes = [
+            f'One release of the two sums the linear-kernel KIP loss reads (n = {n}): the '
+            f'support was then optimised for {int(self.moment_steps)} Adam steps on the '
+            f'whole-data loss, with no further access to private images (post-processing).',
+            f'Features scaled to unit norm per image (no clipping needed); the released Gram '
+            f'sum / n is projected to its PSD part plus {float(self.moment_ridge):g} I.',
+        ]
+        return list(history), int(self.moment_steps), None, notes
 
     # ------------------------------------------------------------------ KRR on the distilled set
     def _check_fitted(self):
@@ -226,7 +296,10 @@ class DPKIPScatterNet:
             raise ImageInputError('Fit the model before predicting.')
 
     def _net(self):
-        return ScatterNet(self._shape[1:])
+        net = ScatterNet(self._shape[1:])
+        if not getattr(self, 'unit_features_', False):
+            return net
+        return lambda x: kip_moments.unit_rows(net(x))
 
     def decision_function(self, X, chunk=1000):
         """KRR predictions (n, n_classes) of the linear kernel on ScatterNet features."""
