@@ -1,0 +1,194 @@
+"""KIP from released moments (``mechanism='moments'``): sensitivities over extreme and
+neighbouring inputs, the packing, the loss identity, accounting, saved models and input errors."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from sdv_dpkme.engines import kip_moments as km
+from sdv_dpkme.engines.kip import centred_one_hot
+from sdv_dpkme.images import DPKIPScatterNet, ImageInputError
+from sdv_dpkme.images.scattering import ScatterNet
+from sdv_dpkme.privacy import Ledger
+from tests.privacy.test_poisson import _gdp_epsilon
+
+MOM = dict(images_per_class=2, mechanism='moments', moment_steps=20, learning_rate=0.05,
+           pixel_range=(0, 16), random_state=0)
+
+
+def _extreme_rows(p=12, seed=0):
+    """Unit rows and the inputs that stress the bounds: opposite, orthogonal, equal, zero, huge,
+    tiny, inf-overflowing."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(p, generator=g, dtype=torch.float64)
+    b = torch.randn(p, generator=g, dtype=torch.float64)
+    b = b - (b @ a) / (a @ a) * a  # orthogonal to a
+    raw = torch.stack([a, -a, b, a, torch.zeros(p), a * 1e300, a * 1e-300,
+                       torch.full((p,), 1e308, dtype=torch.float64), torch.randn(p, generator=g, dtype=torch.float64)])
+    return km.unit_rows(raw)
+
+
+def test_unit_rows_bound_every_norm_even_for_extreme_inputs():
+    rows = _extreme_rows()
+    norms = rows.norm(dim=1)
+    assert torch.isfinite(rows).all()
+    assert float(norms.max()) <= 1 + 1e-12
+    assert float(norms[4]) == 0.0  # a zero row stays zero
+    assert torch.allclose(norms[[0, 1, 2, 3, 8]], torch.ones(5, dtype=torch.float64))
+
+
+def test_packing_keeps_the_frobenius_norm_and_round_trips():
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(7, 7, generator=g, dtype=torch.float64)
+    sym = a + a.T
+    packed = km.pack_symmetric(sym)
+    assert packed.shape == (7 * 8 // 2,)
+    assert float(packed.norm()) == pytest.approx(float(sym.norm()), rel=1e-12)
+    assert torch.allclose(km.unpack_symmetric(packed, 7), sym)
+
+
+@pytest.mark.parametrize('k', [2, 10])
+def test_gram_and_cross_sensitivities_hold_and_are_tight(k):
+    rows = _extreme_rows()
+    ys = centred_one_hot(torch.arange(k), k)
+    worst_gram = worst_cross = 0.0
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            a, b = rows[i:i + 1], rows[j:j + 1]
+            gram = km.pack_symmetric(a.T @ a) - km.pack_symmetric(b.T @ b)
+            worst_gram = max(worst_gram, float(gram.norm()))
+            for c in range(k):
+                for d in range(k):
+                    cross = a.T @ ys[c:c + 1] - b.T @ ys[d:d + 1]
+                    worst_cross = max(worst_cross, float(cross.norm()))
+    assert worst_gram <= km.gram_sensitivity() * (1 + 1e-12)
+    assert worst_cross <= km.cross_sensitivity(k) * (1 + 1e-12)
+    # orthogonal unit rows reach the Gram bound; a row and its negation with one label the other
+    assert worst_gram == pytest.approx(km.gram_sensitivity(), rel=1e-9)
+    assert worst_cross == pytest.approx(km.cross_sensitivity(k), rel=1e-9)
+
+
+def test_neighbouring_image_sets_move_the_released_sums_within_the_sensitivities(digits):
+    x, y = digits
+    x, y = x[:200].astype(np.float32) / 16, y[:200]
+    net = ScatterNet((8, 8))
+    labels = centred_one_hot(torch.as_tensor(y), 10)
+    base = km.feature_moments(km.unit_rows(net.batched(torch.from_numpy(x)[:, None])), labels)
+    for image, label in ((np.ones((8, 8)), (y[0] + 5) % 10), (np.zeros((8, 8)), y[0]),
+                         (1 - x[0], y[0]), (np.eye(8), (y[0] + 1) % 10)):
+        other_x, other_y = x.copy(), np.array(y)
+        other_x[0], other_y[0] = image, label
+        other = km.feature_moments(km.unit_rows(net.batched(torch.from_numpy(other_x)[:, None])),
+                                   centred_one_hot(torch.as_tensor(other_y), 10))
+        moved_gram = km.pack_symmetric(other[0]) - km.pack_symmetric(base[0])
+        assert float(moved_gram.norm()) <= km.gram_sensitivity() * (1 + 1e-9)
+        assert float((other[1] - base[1]).norm()) <= km.cross_sensitivity(10) * (1 + 1e-9)
+
+
+def test_release_refuses_rows_above_unit_norm():
+    ledger = Ledger.open(1.0, 1e-5, None)
+    phi = torch.ones(5, 4, dtype=torch.float64)  # norm 2
+    with pytest.raises(ValueError, match='norm <= 1'):
+        km.release_moments(phi, centred_one_hot(torch.arange(5) % 2, 2), ledger)
+    assert not ledger.accountant.releases
+
+
+def test_the_loss_is_the_whole_data_kip_loss_without_noise():
+    g = torch.Generator().manual_seed(2)
+    phi = km.unit_rows(torch.randn(300, 16, generator=g, dtype=torch.float64))
+    y = centred_one_hot(torch.randint(0, 3, (300,), generator=g), 3)
+    support = km.unit_rows(torch.randn(6, 16, generator=g, dtype=torch.float64))
+    ys = centred_one_hot(torch.arange(6) % 3, 3)
+    gram, cross = km.loss_matrices(*km.feature_moments(phi, y), 300, ridge=0.0)
+    w = km.support_weights(support, ys, 1e-3)
+    direct = ((y - phi @ w) ** 2).sum(1).mean() - (y ** 2).sum(1).mean()
+    assert float(km.moment_loss(support, ys, gram, cross, 1e-3)) == pytest.approx(
+        float(direct), rel=1e-9, abs=1e-12)
+
+
+def test_psd_projection_keeps_the_loss_bounded_below():
+    g = torch.Generator().manual_seed(3)
+    noise = torch.randn(10, 10, generator=g, dtype=torch.float64)
+    gram, _ = km.loss_matrices(noise + noise.T, torch.zeros(10, 2, dtype=torch.float64), 1, 1e-3)
+    assert float(torch.linalg.eigvalsh(gram).min()) >= 1e-3 * (1 - 1e-9)
+
+
+@pytest.fixture(scope='module')
+def fitted(digits):
+    x, y = digits
+    return DPKIPScatterNet(1.0, 1e-5, **MOM).fit(x[:1500], y[:1500])
+
+
+def test_two_releases_accounted_as_one_exact_gaussian(fitted):
+    report = fitted.privacy_report_
+    gram, cross = report.releases
+    assert (gram.name, cross.name) == (km.GRAM, km.CROSS)
+    assert gram.sensitivity == pytest.approx(math.sqrt(2))
+    assert cross.sensitivity == pytest.approx(2 * math.sqrt(0.9))
+    p = 81 * 2 * 2
+    assert gram.dimension == p * (p + 1) // 2 and cross.dimension == p * 10
+    assert gram.noise_std == pytest.approx(gram.noise_multiplier * math.sqrt(2))
+    # shares 0.5 / 0.5 of the precision, recomputed independently as one Gaussian (GDP)
+    assert gram.noise_multiplier == pytest.approx(cross.noise_multiplier, rel=1e-9)
+    mu = math.sqrt(gram.noise_multiplier ** -2 + cross.noise_multiplier ** -2)
+    eps = _gdp_epsilon(mu, 1e-5)
+    assert 0.999 <= eps <= 1.0 * (1 + 1e-9)
+    assert report.epsilon_spent == pytest.approx(eps, rel=1e-6)
+    assert fitted.n_steps_ == 20 and fitted.sampling_rate_ is None
+    assert any('One release of the two sums' in note for note in report.notes)
+
+
+def test_moments_learn_and_predict_with_the_unit_norm_kernel(fitted, digits):
+    x, y = digits
+    assert fitted.unit_features_ is True
+    init = DPKIPScatterNet(math.inf, 1e-5, **{**MOM, 'learning_rate': 1e-12}).fit(x[:1500],
+                                                                                  y[:1500])
+    trained = DPKIPScatterNet(math.inf, 1e-5, **{**MOM, 'moment_steps': 60}).fit(x[:1500],
+                                                                              y[:1500])
+    assert trained.score(x[1500:], y[1500:]) > init.score(x[1500:], y[1500:]) + 0.2
+    # predictions use the kernel the support was fit for: unit-norm features on both sides
+    net = ScatterNet((8, 8))
+    f_s = km.unit_rows(net(torch.from_numpy(fitted.distilled_images_ / 16.0)[:, None]).double())
+    f_t = km.unit_rows(net(torch.from_numpy(x[1500:1550] / 16.0)[:, None]).double())
+    alpha = torch.linalg.solve(
+        f_s @ f_s.T + 1e-3 * torch.trace(f_s @ f_s.T) / 20 * torch.eye(20, dtype=torch.float64),
+        centred_one_hot(torch.as_tensor(fitted.distilled_labels_), 10))
+    expected = (f_t @ f_s.T @ alpha).numpy()
+    assert np.allclose(fitted.decision_function(x[1500:1550]), expected, atol=1e-5)
+    raw = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'mechanism': 'dp-sgd'})
+    raw.__dict__.update({k: v for k, v in fitted.__dict__.items() if k != 'unit_features_'})
+    raw._alpha = None  # the same support read with the raw-feature kernel predicts differently
+    assert not np.allclose(raw.decision_function(x[1500:1550]), expected, atol=1e-5)
+
+
+def test_saved_moments_model_holds_no_private_statistic(digits):
+    x, y = digits
+    x, y = x[:1500].copy(), y[:1500].copy()
+    canary = np.random.default_rng(7).integers(0, 17, size=(8, 8)).astype(np.float64)
+    x[0] = canary
+    m = DPKIPScatterNet(1.0, 1e-5, **MOM).fit(x, y)
+    blob = pickle.dumps(m)
+    for arr in (canary, canary / 16.0):
+        for dtype in (np.float64, np.float32):
+            assert arr.astype(dtype).tobytes() not in blob
+    p = 81 * 2 * 2
+    for value in m.__dict__.values():  # neither the private features nor the (noisy) sums
+        assert np.shape(value)[:1] not in ((1500,), (p,))
+    assert np.array_equal(pickle.loads(blob).predict(x[:50]), m.predict(x[:50]))
+
+
+@pytest.mark.parametrize('change, match', [
+    (dict(mechanism='sgd'), 'mechanism must be one of'),
+    (dict(moment_share=1.0), 'moment_share must be below 1'),
+    (dict(moment_share=0), 'moment_share must be a finite number > 0'),
+    (dict(moment_share=True), 'moment_share must be a finite number > 0'),
+    (dict(moment_ridge=-1.0), 'moment_ridge must be a finite number >= 0'),
+    (dict(moment_steps=0), 'moment_steps'),
+])
+def test_bad_moment_settings_get_clear_errors(change, match, digits):
+    x, y = digits
+    with pytest.raises(ImageInputError, match=match):
+        DPKIPScatterNet(1.0, 1e-5, **{**MOM, **change}).fit(x[:300], y[:300])
