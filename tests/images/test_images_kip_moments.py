@@ -15,7 +15,7 @@ from sdv_dpkme.images.scattering import ScatterNet
 from sdv_dpkme.privacy import Ledger
 from tests.privacy.test_poisson import _gdp_epsilon
 
-MOM = dict(images_per_class=2, mechanism='moments', moment_steps=20, learning_rate=0.05,
+MOM = dict(images_per_class=2, moment_steps=20, learning_rate=0.05,  # the default mechanism
            pixel_range=(0, 16), random_state=0)
 
 

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.filterwarnings('ignore::RuntimeWarning')
 
 COMMON = dict(pixel_range=(0, 16), random_state=0, noise_seed=5)  # fixed noise: test only
 CASES = {
-    DPKIPScatterNet: dict(images_per_class=1, epochs=1, batch_size=100, clip_norm=1e-2),
+    DPKIPScatterNet: dict(images_per_class=1, epochs=1, batch_size=100, clip_norm=1e-2,
+                          mechanism='dp-sgd'),
     DPMERFImageGenerator: dict(n_features=32, steps=3, batch_size=50, latent_dim=4,
                                generator_dims=(8,)),
     DPHPImageGenerator: dict(order=3, steps=3, batch_size=50, latent_dim=4, generator_dims=(8,)),
