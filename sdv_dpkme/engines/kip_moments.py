@@ -35,12 +35,16 @@ GRAM = 'kip_feature_gram'
 CROSS = 'kip_feature_label_sums'
 
 
+#: rows are scaled to this norm, a hair below 1, so float32 rounding cannot push one above 1
+UNIT = 1 - 1e-6
+
+
 def unit_rows(phi, eps=1e-12):
-    """Every row scaled to norm 1 (all-zero rows stay 0): a per-row map, so ||phi_i|| <= 1 holds
-    for any input without clipping."""
+    """Every row scaled to norm ``UNIT`` (all-zero rows stay 0): a per-row map, so
+    ||phi_i|| <= 1 holds for any input without clipping."""
     phi = torch.as_tensor(phi)
     norms = phi.norm(dim=-1, keepdim=True)
-    return phi / torch.clamp(norms, min=eps)
+    return phi * (UNIT / torch.clamp(norms, min=eps))
 
 
 def gram_sensitivity():
@@ -87,8 +91,8 @@ def release_moments(phi, y, ledger, gram_share=0.5, description=''):
     """Step 1: the two noisy sums, recorded in the ledger. ``phi`` rows must have norm <= 1
     (checked: the sensitivities rest on it); ``y`` centred one-hot. Returns (C, B), float64."""
     n_classes = y.shape[1]
-    norms = phi.norm(dim=1)
-    if len(norms) and float(norms.max()) > 1 + 1e-6:
+    norms = phi.to(torch.float64).norm(dim=1)
+    if len(norms) and float(norms.max()) > 1:
         raise ValueError('release_moments needs feature rows of norm <= 1 (use unit_rows)')
     if not 0 < gram_share < 1:
         raise ValueError(f'gram_share must be in (0, 1), got {gram_share!r}')
