@@ -92,8 +92,9 @@ def release_moments(phi, y, ledger, gram_share=0.5, description=''):
     (checked: the sensitivities rest on it); ``y`` centred one-hot. Returns (C, B), float64."""
     n_classes = y.shape[1]
     norms = phi.to(torch.float64).norm(dim=1)
-    if len(norms) and float(norms.max()) > 1:
-        raise ValueError('release_moments needs feature rows of norm <= 1 (use unit_rows)')
+    if len(norms) and not (torch.isfinite(norms).all() and float(norms.max()) <= 1):
+        raise ValueError('release_moments needs finite feature rows of norm <= 1 (use unit_rows '
+                         'on finite features; the caller validates the inputs)')
     if not 0 < gram_share < 1:
         raise ValueError(f'gram_share must be in (0, 1), got {gram_share!r}')
     gram, cross = feature_moments(phi, y)
