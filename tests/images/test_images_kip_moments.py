@@ -150,6 +150,9 @@ def test_two_releases_accounted_as_one_exact_gaussian(fitted):
     assert 0.999 <= eps <= 1.0 * (1 + 1e-9)
     assert report.epsilon_spent == pytest.approx(eps, rel=1e-6)
     assert fitted.n_steps_ == 20 and fitted.sampling_rate_ is None
+    # projected by default with this mechanism: the distilled images are in the declared range
+    assert fitted.project_support_ is True
+    assert fitted.distilled_images_.min() >= 0 and fitted.distilled_images_.max() <= 16
     assert any('One release of the two sums' in note for note in report.notes)
 
 
@@ -199,6 +202,7 @@ def test_saved_moments_model_holds_no_private_statistic(digits):
     (dict(moment_share=True), 'moment_share must be a finite number > 0'),
     (dict(moment_ridge=-1.0), 'moment_ridge must be a finite number >= 0'),
     (dict(moment_steps=0), 'moment_steps'),
+    (dict(project_support='yes'), 'project_support must be None, True or False'),
 ])
 def test_bad_moment_settings_get_clear_errors(change, match, digits):
     x, y = digits
