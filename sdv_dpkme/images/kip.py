@@ -100,8 +100,9 @@ class DPKIPScatterNet:
 
     After ``fit``: ``distilled_images_`` (m, [C,] H, W) float32 in the pixel range's scale,
     ``distilled_labels_`` (m,) int64, ``privacy_report_`` (``PrivacyReport``), ``history_``
-    (noisy-gradient norms: DP outputs), ``fit_seconds_``. ``predict``/``score`` run kernel ridge
-    regression on the distilled set (the paper's KRR accuracy).
+    (DP outputs: DP-SGD's noisy-gradient norms, or the loss on the released sums),
+    ``project_support_``, ``fit_seconds_``. ``predict``/``score`` run kernel ridge regression on
+    the distilled set (the paper's KRR accuracy).
     """
 
     def __init__(self, epsilon, delta=1e-5, images_per_class=10, n_classes=10, epochs=10,
