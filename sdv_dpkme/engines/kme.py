@@ -13,6 +13,7 @@ release per training step (``fit_minibatch``).
 Nothing here knows SDV: the input is the encoded matrix in the unit box and its public layout.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,11 +78,20 @@ def plan_releases(terms, shares, has_target):
 
 
 def noisy_class_weights(counts_release, min_weight=1e-3):
-    """Post-processing of released class proportions: clip, drop tiny, renormalise."""
+    """Post-processing of released class proportions: clip, drop tiny, renormalise.
+
+    On a tiny table or a small budget the noise can push every proportion below ``min_weight``;
+    the classes are then sampled uniformly (still post-processing) with a warning, not a crash
+    after the budget was spent.
+    """
     w = np.clip(np.asarray(counts_release, dtype=float), 0, None)
     w[w < min_weight] = 0.0
     if w.sum() <= 0:
-        raise RuntimeError('All released class proportions are ~0; increase epsilon.')
+        warnings.warn(
+            'Every released class proportion came out ~0 (the noise swamps the counts of this '
+            'table at this epsilon), so the classes are sampled uniformly. Use a larger epsilon '
+            'or a larger table for class shares that follow the data.', UserWarning, stacklevel=2)
+        return np.full(w.shape, 1.0 / w.size)
     return w / w.sum()
 
 
