@@ -14,7 +14,9 @@ Algorithm box (linear kernel k(a, b) = a . b; features phi_i fixed, e.g. Scatter
          (worst case: same label, b = -a).
      Both are Gaussian releases of the fit's accountant (shares of one plan).
   2. C <- PSD part of C / n + rho I, B <- B / n   (post-processing; n is public under
-     replace-one). Keeps the loss bounded below.
+     replace-one). Keeps the loss bounded below. Default rho = 0.2 x the edge of the noise's
+     spectrum, 2 s sqrt(p) with s = sigma / n the off-diagonal noise std of C / n (public):
+     below it C's eigenvalues are noise, so rho follows the noise, not a constant.
   3. for t = 1..T (post-processing: no private access):
        F <- features(X_s);  W <- F^T (F F^T + lambda tr(F F^T)/m I)^-1 Y_s
        L <- tr(W^T C W) - 2 tr(W^T B)    [= (1/n) sum_i ||y_i - W^T phi_i||^2 - const
@@ -87,9 +89,26 @@ def feature_moments(phi, y, chunk=4096):
     return gram, cross
 
 
+#: default ridge in units of the noise spectrum's edge (measured on MNIST, eps 1 and 10)
+RIDGE_PER_EDGE = 0.2
+
+
+def noise_edge(noise_multiplier, p, n):
+    """Edge 2 s sqrt(p) of the spectrum of the noise in the released C / n (Wigner
+    semicircle): off-diagonal entries carry N(0, s^2), s = noise_multiplier * sqrt(2) / sqrt(2)
+    / n (sensitivity sqrt(2), then the packing's 1/sqrt(2)). Public: sigma, p and n are."""
+    return 2.0 * float(noise_multiplier) / n * math.sqrt(p)
+
+
+def auto_ridge(noise_multiplier, p, n):
+    """The default rho of step 2."""
+    return RIDGE_PER_EDGE * noise_edge(noise_multiplier, p, n)
+
+
 def release_moments(phi, y, ledger, gram_share=0.5, description=''):
     """Step 1: the two noisy sums, recorded in the ledger. ``phi`` rows must have norm <= 1
-    (checked: the sensitivities rest on it); ``y`` centred one-hot. Returns (C, B), float64."""
+    (checked: the sensitivities rest on it); ``y`` centred one-hot. Returns (C, B), float64,
+    and the Gram release's noise multiplier."""
     n_classes = y.shape[1]
     norms = phi.to(torch.float64).norm(dim=1)
     if len(norms) and not (torch.isfinite(norms).all() and float(norms.max()) <= 1):
@@ -113,7 +132,7 @@ def release_moments(phi, y, ledger, gram_share=0.5, description=''):
         description=f'sum of phi y^T over the rows ({p} x {n_classes}, centred one-hot labels){description}',
         details={'feature_norm': '<= 1 (rows scaled to unit norm)'},
     )
-    return unpack_symmetric(packed, p), noisy_cross
+    return unpack_symmetric(packed, p), noisy_cross, float(sigmas[GRAM])
 
 
 def loss_matrices(gram, cross, n, ridge):

@@ -93,6 +93,9 @@ class DPKIPScatterNet:
             'moments' scored higher on MNIST and FashionMNIST (benchmarks/results/images.md).
         moment_share: 'moments' only: the Gram sum's share of the budget (the rest: sum phi y^T).
         moment_ridge: 'moments' only: rho added to the released Gram / n (after its PSD part).
+            'auto' (default): 0.2 x the edge of the noise spectrum, 2 sigma sqrt(p) / n (public;
+            about 2.2e-3 on MNIST at eps 1, 3e-4 at eps 10), so the ridge shrinks as the noise
+            does; ``moment_ridge_`` says what a fit used.
         moment_steps: 'moments' only: Adam steps on the support (no privacy cost).
         device: 'cpu' (default), 'auto' (GPU if torch sees one) or a torch device.
         random_state: seed of the model RNG (support initialisation); never the noise.
@@ -108,7 +111,7 @@ class DPKIPScatterNet:
     def __init__(self, epsilon, delta=1e-5, images_per_class=10, n_classes=10, epochs=10,
                  batch_size=2000, clip_norm=1e-3, learning_rate=0.05, regularization=1e-3,
                  pixel_range=(0.0, 1.0), project_support=None, mechanism='moments',
-                 moment_share=0.5, moment_ridge=3e-3, moment_steps=300, device='cpu',
+                 moment_share=0.5, moment_ridge='auto', moment_steps=300, device='cpu',
                  random_state=None, noise_seed=None, verbose=False):
         self.epsilon = epsilon
         self.delta = delta
@@ -145,7 +148,12 @@ class DPKIPScatterNet:
         if self.mechanism not in MECHANISMS:
             raise ImageInputError(f'mechanism must be one of {MECHANISMS}, got {self.mechanism!r}')
         if self.mechanism == 'moments':
-            positive_number(self.moment_ridge, 'moment_ridge', allow_zero=True)
+            if not (isinstance(self.moment_ridge, str) and self.moment_ridge == 'auto'):
+                try:
+                    positive_number(self.moment_ridge, 'moment_ridge', allow_zero=True)
+                except ImageInputError:
+                    raise ImageInputError(f"moment_ridge must be 'auto' or a finite number "
+                                          f">= 0, got {self.moment_ridge!r}.") from None
             positive_int(self.moment_steps, 'moment_steps')
             if not positive_number(self.moment_share, 'moment_share') < 1:
                 raise ImageInputError(f'moment_share must be below 1, got {self.moment_share!r}.')
@@ -276,11 +284,14 @@ class DPKIPScatterNet:
         features), then Adam on the whole-data loss (``engines.kip_moments``)."""
         n = len(phi)
         phi = kip_moments.unit_rows(phi.float())
-        gram, cross = kip_moments.release_moments(
+        gram, cross, sigma = kip_moments.release_moments(
             phi, y_all, ledger, gram_share=float(self.moment_share),
             description=', ScatterNet features of the private images scaled to unit norm')
         del phi
-        gram, cross = kip_moments.loss_matrices(gram, cross, n, self.moment_ridge)
+        ridge = (kip_moments.auto_ridge(sigma, len(gram), n) if self.moment_ridge == 'auto'
+                 else float(self.moment_ridge))
+        self.moment_ridge_ = ridge
+        gram, cross = kip_moments.loss_matrices(gram, cross, n, ridge)
         gram, cross = gram.to(device), cross.to(device)
 
         def features_of(x):
@@ -297,7 +308,9 @@ class DPKIPScatterNet:
             f'support was then optimised for {int(self.moment_steps)} Adam steps on the '
             f'whole-data loss, with no further access to private images (post-processing).',
             f'Features scaled to unit norm per image (no clipping needed); the released Gram '
-            f'sum / n is projected to its PSD part plus {float(self.moment_ridge):g} I.',
+            f'sum / n is projected to its PSD part plus {ridge:.3g} I'
+            + (' (0.2 x the edge of the noise spectrum, from sigma, n and the feature count: '
+               'public).' if self.moment_ridge == 'auto' else '.'),
         ]
         return list(history), int(self.moment_steps), None, notes
 

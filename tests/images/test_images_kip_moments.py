@@ -156,6 +156,34 @@ def test_two_releases_accounted_as_one_exact_gaussian(fitted):
     assert any('One release of the two sums' in note for note in report.notes)
 
 
+def test_noise_edge_is_the_edge_of_the_released_noise_spectrum():
+    # all-zero features: the released Gram sum is pure noise, whose top eigenvalue / n is the
+    # edge the default ridge is scaled by
+    n, p = 1000, 300
+    for epsilon in (1.0, 10.0):
+        ledger = Ledger.open(epsilon, 1e-5, None)
+        gram, _, sigma = km.release_moments(torch.zeros(n, p), centred_one_hot(
+            torch.arange(n) % 3, 3), ledger)
+        assert sigma == ledger.accountant.releases[0].noise_multiplier
+        top = float(torch.linalg.eigvalsh(gram / n).max())
+        assert top == pytest.approx(km.noise_edge(sigma, p, n), rel=0.08)
+        assert km.auto_ridge(sigma, p, n) == pytest.approx(0.2 * top, rel=0.08)
+
+
+def test_default_ridge_follows_the_noise_and_is_reported(digits):
+    x, y = digits
+    fits = {eps: DPKIPScatterNet(eps, 1e-5, **MOM).fit(x[:600], y[:600]) for eps in (1.0, 10.0)}
+    p = 81 * 2 * 2
+    for eps, m in fits.items():
+        sigma = m.privacy_report_.releases[0].noise_multiplier
+        assert m.moment_ridge_ == pytest.approx(0.2 * 2 * sigma * math.sqrt(p) / 600, rel=1e-12)
+        assert any(f'{m.moment_ridge_:.3g} I (0.2 x the edge' in note
+                   for note in m.privacy_report_.notes)
+    assert fits[10.0].moment_ridge_ < fits[1.0].moment_ridge_ / 5
+    fixed = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'moment_ridge': 3e-3}).fit(x[:600], y[:600])
+    assert fixed.moment_ridge_ == 3e-3
+
+
 def test_moments_learn_and_predict_with_the_unit_norm_kernel(fitted, digits):
     x, y = digits
     assert fitted.unit_features_ is True
@@ -200,7 +228,9 @@ def test_saved_moments_model_holds_no_private_statistic(digits):
     (dict(moment_share=1.0), 'moment_share must be below 1'),
     (dict(moment_share=0), 'moment_share must be a finite number > 0'),
     (dict(moment_share=True), 'moment_share must be a finite number > 0'),
-    (dict(moment_ridge=-1.0), 'moment_ridge must be a finite number >= 0'),
+    (dict(moment_ridge=-1.0), "moment_ridge must be 'auto' or a finite number >= 0"),
+    (dict(moment_ridge='Auto'), "moment_ridge must be 'auto' or a finite number >= 0"),
+    (dict(moment_ridge=float('nan')), "moment_ridge must be 'auto' or a finite number >= 0"),
     (dict(moment_steps=0), 'moment_steps'),
     (dict(project_support='yes'), 'project_support must be None, True or False'),
 ])
