@@ -94,13 +94,15 @@ class BlockFeatureMap:
         out = {}
         if numeric:
             values = x[:, [b.columns[0] for b in numeric]]
-            hp = hermite_features(values - 0.5, self.order, self.rho)
+            # unbind, not hp[:, j, :]: the backward of one unbind is one stack, while each slice
+            # backward writes a zero tensor of hp's full size (DP-HP on images: 784 of them per step)
+            hp = hermite_features(values - 0.5, self.order, self.rho).unbind(1)
             for j, b in enumerate(numeric):
                 if b.nullable:
                     z = x[:, b.columns[1] : b.columns[1] + 1]
-                    out[b.name] = torch.cat([z, (1 - z) * hp[:, j, :]], dim=1)
+                    out[b.name] = torch.cat([z, (1 - z) * hp[j]], dim=1)
                 else:
-                    out[b.name] = hp[:, j, :]
+                    out[b.name] = hp[j]
         for b in self.blocks:
             if b.kind == 'categorical':
                 out[b.name] = x[:, list(b.columns)]
