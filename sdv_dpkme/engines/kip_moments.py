@@ -31,8 +31,6 @@ import math
 import numpy as np
 import torch
 
-from sdv_dpkme.privacy import GaussianMechanism
-
 GRAM = 'kip_feature_gram'
 CROSS = 'kip_feature_label_sums'
 
@@ -95,9 +93,10 @@ RIDGE_PER_EDGE = 0.2
 
 def noise_edge(noise_multiplier, p, n):
     """Edge 2 s sqrt(p) of the spectrum of the noise in the released C / n (Wigner
-    semicircle): off-diagonal entries carry N(0, s^2), s = noise_multiplier * sqrt(2) / sqrt(2)
-    / n (sensitivity sqrt(2), then the packing's 1/sqrt(2)). Public: sigma, p and n are."""
-    return 2.0 * float(noise_multiplier) / n * math.sqrt(p)
+    semicircle): off-diagonal entries carry N(0, s^2), s = noise_multiplier * sensitivity
+    / sqrt(2) / n (the packing's 1/sqrt(2)). Public: sigma, p and n are."""
+    s = float(noise_multiplier) * gram_sensitivity() / math.sqrt(2.0) / n
+    return 2.0 * s * math.sqrt(p)
 
 
 def auto_ridge(noise_multiplier, p, n):
@@ -119,7 +118,7 @@ def release_moments(phi, y, ledger, gram_share=0.5, description=''):
     gram, cross = feature_moments(phi, y)
     p = gram.shape[0]
     sigmas = ledger.accountant.calibrate({GRAM: (gram_share, 1), CROSS: (1 - gram_share, 1)})
-    mech = GaussianMechanism(ledger.accountant, ledger.noise)
+    mech = ledger.mechanism  # the fit's Gaussian mechanism: its accountant, its secure noise
     packed = mech.release(
         pack_symmetric(gram), name=GRAM, sensitivity=gram_sensitivity(),
         noise_multiplier=sigmas[GRAM],

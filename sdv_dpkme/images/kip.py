@@ -195,6 +195,7 @@ class DPKIPScatterNet:
         support = support.to(device).requires_grad_(True)
 
         ledger = Ledger.open(self.epsilon, self.delta, self.noise_seed)
+        self.__dict__.pop('moment_ridge_', None)  # a refit with 'dp-sgd' has none
         self.project_support_ = bool(self.mechanism == 'moments' if self.project_support is None
                                      else self.project_support)
         if self.mechanism == 'moments':

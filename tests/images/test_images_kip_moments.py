@@ -182,6 +182,9 @@ def test_default_ridge_follows_the_noise_and_is_reported(digits):
     assert fits[10.0].moment_ridge_ < fits[1.0].moment_ridge_ / 5
     fixed = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'moment_ridge': 3e-3}).fit(x[:600], y[:600])
     assert fixed.moment_ridge_ == 3e-3
+    # refit the same object with DP-SGD: no ridge of the old fit stays
+    fixed.mechanism, fixed.epochs, fixed.batch_size = 'dp-sgd', 1, 300
+    assert not hasattr(fixed.fit(x[:600], y[:600]), 'moment_ridge_')
 
 
 def test_moments_learn_and_predict_with_the_unit_norm_kernel(fitted, digits):
