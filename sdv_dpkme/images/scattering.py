@@ -73,12 +73,14 @@ class ScatterNet:
     """phi(x) for images x of shape (..., H, W) (any leading dims, e.g. (n, C, H, W)).
 
     ``scatter`` gives kymatio's (..., 81, H/4, W/4) coefficients (J = 2, L = 8); ``__call__`` the
-    group-normalised features flattened to (n, dim). Filters are public (no data involved).
+    group-normalised features (variance floor ``norm_eps``; the paper's is 1e-5) flattened to
+    (n, dim). Filters are public (no data involved).
     """
 
-    def __init__(self, shape, J=2, L=8, normalise=True, dtype=torch.float32):
+    def __init__(self, shape, J=2, L=8, normalise=True, dtype=torch.float32, norm_eps=1e-5):
         self.shape = tuple(int(s) for s in shape)
         self.J, self.L, self.normalise = int(J), int(L), bool(normalise)
+        self.norm_eps = float(norm_eps)
         frontend = ScatteringTorch2D(J=self.J, shape=self.shape, L=self.L, max_order=2)
         self._pad = frontend.pad
         phi, psi = frontend.load_filters()
@@ -138,7 +140,7 @@ class ScatterNet:
         n = x.shape[0]
         s = self.scatter(x)
         if self.normalise:
-            s = group_normalise(s)
+            s = group_normalise(s, eps=self.norm_eps)
         return s.reshape(n, -1)
 
     def batched(self, x, chunk=500):

@@ -196,7 +196,7 @@ def test_moments_learn_and_predict_with_the_unit_norm_kernel(fitted, digits):
                                                                               y[:1500])
     assert trained.score(x[1500:], y[1500:]) > init.score(x[1500:], y[1500:]) + 0.2
     # predictions use the kernel the support was fit for: unit-norm features on both sides
-    net = ScatterNet((8, 8))
+    net = ScatterNet((8, 8), norm_eps=fitted.group_norm_eps_)
     f_s = km.unit_rows(net(torch.from_numpy(fitted.distilled_images_ / 16.0)[:, None]).double())
     f_t = km.unit_rows(net(torch.from_numpy(x[1500:1550] / 16.0)[:, None]).double())
     alpha = torch.linalg.solve(
@@ -236,8 +236,38 @@ def test_saved_moments_model_holds_no_private_statistic(digits):
     (dict(moment_ridge=float('nan')), "moment_ridge must be 'auto' or a finite number >= 0"),
     (dict(moment_steps=0), 'moment_steps'),
     (dict(project_support='yes'), 'project_support must be None, True or False'),
+    (dict(group_norm_eps=0), 'group_norm_eps must be a finite number > 0'),
+    (dict(group_norm_eps=-1e-7), 'group_norm_eps must be a finite number > 0'),
+    (dict(group_norm_eps=float('nan')), 'group_norm_eps must be a finite number > 0'),
+    (dict(group_norm_eps='1e-7'), 'group_norm_eps must be a finite number > 0'),
 ])
 def test_bad_moment_settings_get_clear_errors(change, match, digits):
     x, y = digits
     with pytest.raises(ImageInputError, match=match):
         DPKIPScatterNet(1.0, 1e-5, **{**MOM, **change}).fit(x[:300], y[:300])
+
+
+def test_group_norm_floor_defaults_by_mechanism_and_is_used_for_prediction(fitted, digits):
+    x, y = digits
+    assert fitted.group_norm_eps_ == 1e-6  # 'moments' default
+    assert any('variance floor 1e-06' in note for note in fitted.privacy_report_.notes)
+    sgd = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'mechanism': 'dp-sgd', 'epochs': 1,
+                                        'batch_size': 300}).fit(x[:600], y[:600])
+    assert sgd.group_norm_eps_ == 1e-5  # the paper's, for the paper's mechanism
+    given = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'group_norm_eps': 1e-3}).fit(x[:600], y[:600])
+    assert given.group_norm_eps_ == 1e-3
+    # prediction reads the support with the floor it was fit with; a model saved before the
+    # option (no group_norm_eps_) used the paper's floor
+    old = pickle.loads(pickle.dumps(given))
+    del old.group_norm_eps_
+    old._alpha = None
+    net = ScatterNet((8, 8), norm_eps=1e-5)
+    f_s = km.unit_rows(net(torch.from_numpy(given.distilled_images_ / 16.0)[:, None]).double())
+    f_t = km.unit_rows(net(torch.from_numpy(x[1500:1530] / 16.0)[:, None]).double())
+    alpha = torch.linalg.solve(
+        f_s @ f_s.T + 1e-3 * torch.trace(f_s @ f_s.T) / 20 * torch.eye(20, dtype=torch.float64),
+        centred_one_hot(torch.as_tensor(given.distilled_labels_), 10))
+    assert np.allclose(old.decision_function(x[1500:1530]), (f_t @ f_s.T @ alpha).numpy(),
+                       atol=1e-5)
+    assert not np.allclose(given.decision_function(x[1500:1530]),
+                           old.decision_function(x[1500:1530]), atol=1e-5)

@@ -59,3 +59,18 @@ def test_aliased_product_backward_matches_plain_autograd(monkeypatch):
         (net(xs) * w).sum().backward()
         grads.append(xs.grad)
     assert torch.allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4 * float(grads[1].abs().max()))
+
+
+def test_variance_floor_reaches_the_group_normalisation(digits):
+    x, _ = digits
+    images = torch.from_numpy(x[:20] / 16.0).float()
+    coeffs = ScatterNet((8, 8), normalise=False).scatter(images)
+    for floor in (1e-5, 1e-7, 1e-2):
+        net = ScatterNet((8, 8), norm_eps=floor)
+        expected = group_normalise(coeffs, eps=floor).reshape(20, -1)
+        torch.testing.assert_close(net(images), expected)
+    # a smaller floor keeps weak groups' contrast: the same numerators over smaller divisors
+    damped = ScatterNet((8, 8), norm_eps=1e-2)(images)
+    kept = ScatterNet((8, 8), norm_eps=1e-7)(images)
+    assert bool((kept.abs() >= damped.abs() - 1e-6).all())
+    assert float(kept.norm()) > 1.5 * float(damped.norm())
