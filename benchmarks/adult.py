@@ -1034,6 +1034,8 @@ def parse_args(argv=None):
                              'missing (or failed) ones')
     parser.add_argument('--device', default='auto', choices=('auto', 'cpu', 'cuda'),
                         help='device for DP-HP/DP-MERF/CTGAN (default auto: CUDA if available)')
+    parser.add_argument('--reweight-rows', type=int, default=None,
+                        help='DP-HP / DP-MERF: reweight_generated_rows=R (off by default)')
     parser.add_argument('--steps', type=int, default=None,
                         help='override the DP-HP/DP-MERF generator steps')
     parser.add_argument('--ctgan-epochs', type=int, default=None,
@@ -1076,9 +1078,12 @@ def parse_args(argv=None):
         steps = args.steps
         epochs = CTGAN_EPOCHS if args.ctgan_epochs is None else args.ctgan_epochs
         rounds = AIM_ROUNDS if args.aim_rounds is None else args.aim_rounds
+    kme_kwargs = {} if steps is None else {'steps': steps}
+    if args.reweight_rows:
+        kme_kwargs['reweight_generated_rows'] = args.reweight_rows
     args.model_kwargs = {
-        'dphp': {} if steps is None else {'steps': steps},
-        'dpmerf': {} if steps is None else {'steps': steps},
+        'dphp': dict(kme_kwargs),
+        'dpmerf': dict(kme_kwargs),
         'gaussiancopula': {},
         'ctgan': {'epochs': epochs},
         'mst': {},
@@ -1096,6 +1101,8 @@ def main(argv=None):
     stem = 'adult_quick' if args.quick else 'adult'
     if args.domain != 'bundled':
         stem = f'{stem}_domain_{args.domain.replace("-", "_")}' + ('_target' if args.target else '')
+    if args.reweight_rows:
+        stem += f'_reweight{args.reweight_rows}'
     paths = {key: out / f'{stem}{suffix}' for key, suffix in (
         ('md', '.md'), ('csv', '.csv'), ('tstr', '_tstr.csv'),
         ('quality', '_quality.png'), ('time', '_time.png'))}

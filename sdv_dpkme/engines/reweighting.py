@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from sdv_dpkme.engines.accumulate import class_sums
 from sdv_dpkme.engines.errors import EngineInputError
-from sdv_dpkme.features.blocks import project_unit_ball
+from sdv_dpkme.features.blocks import ProductKernelMap, project_unit_ball
 
 EIGEN_FLOOR = 1e-10  # relative: directions below it are numerically zero whatever the noise
 FAR = 1e150  # |scaled value| cap: squares and their sums stay finite in float64
@@ -260,10 +260,20 @@ def simplex_weights_for_terms(points, terms):
     ``terms`` = [(feature_map, target, weight)]. Post-processing of the targets."""
     gram = torch.zeros(len(points), len(points), dtype=torch.float64)
     linear = torch.zeros(len(points), dtype=torch.float64)
+    rows = torch.as_tensor(np.asarray(points, dtype=float))
+    product_blocks = {}  # per-block kernels the product maps share
     for feature_map, target, weight in terms:
-        phi = features_of(feature_map, points)
-        gram += weight * phi @ phi.T
-        linear += weight * phi @ target
+        if hasattr(feature_map, 'gram'):  # per-column kernels: no (M, dim) feature matrix
+            cache = product_blocks if isinstance(feature_map, ProductKernelMap) else None
+            gram += weight * feature_map.gram(rows, rows, cache=cache).double()
+            if hasattr(feature_map, 'dot'):
+                linear += weight * feature_map.dot(rows, target).double()
+            else:
+                linear += weight * features_of(feature_map, points) @ target
+        else:
+            phi = features_of(feature_map, points)
+            gram += weight * phi @ phi.T
+            linear += weight * phi @ target
     return quadratic_simplex(gram, linear)
 
 

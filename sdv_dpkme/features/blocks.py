@@ -111,6 +111,18 @@ class BlockFeatureMap:
     def _block_dim(self, block):
         return _block_dim(block, self.order)
 
+    def block_grams(self, a, b, cache=None):
+        """Per block, the (len(a), len(b)) matrix psi_b(a) psi_b(b)^T. ``cache`` (a dict, for one
+        pair (a, b)) keeps them in float32 across maps of the same order and length, e.g. the
+        product kernel's redrawn subsets, which share most of their blocks."""
+        if cache is None:
+            return [fa @ fb.T for fa, fb in zip(self.block_features(a), self.block_features(b))]
+        keys = [(block, self.order, self.rho) for block in self.blocks]
+        if any(key not in cache for key in keys):
+            for key, fa, fb in zip(keys, self.block_features(a), self.block_features(b)):
+                cache.setdefault(key, (fa @ fb.T).float())
+        return [cache[key] for key in keys]
+
     class_sums = dense_class_sums
     class_moments = dense_class_moments
 
@@ -124,6 +136,10 @@ class SumKernelMap(BlockFeatureMap):
 
     def __call__(self, x):
         return torch.cat(self.block_features(x), dim=1) / math.sqrt(len(self.blocks))
+
+    def gram(self, a, b, cache=None):
+        """phi(a) phi(b)^T = the mean of the per-block kernels, without materialising phi."""
+        return sum(self.block_grams(a, b, cache)) / len(self.blocks)
 
     def describe(self):
         return f'Hermite sum kernel over {len(self.blocks)} columns, order {self.order}'
@@ -147,6 +163,15 @@ class ProductKernelMap(BlockFeatureMap):
     def __call__(self, x):
         feats = self.block_features(x)
         return _outer(feats[0], feats[1:])
+
+    def gram(self, a, b, cache=None):
+        """phi(a) phi(b)^T = the elementwise product of the per-block kernels (the inner product
+        of outer products), without materialising the prod-of-widths features."""
+        grams = self.block_grams(a, b, cache)
+        out = grams[0]
+        for g in grams[1:]:
+            out = out * g
+        return out
 
     def class_sums(self, x, y, project=True):
         feats = self.block_features(x)

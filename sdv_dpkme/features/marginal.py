@@ -100,6 +100,12 @@ class FourierMarginalMap:
         parts = self._series.column_features(x, self.blocks)
         return torch.cat(parts, dim=1) / math.sqrt(len(self.blocks))
 
+    def gram(self, a, b, cache=None):
+        """phi(a) phi(b)^T: the mean of the per-column kernels (``cache`` unused)."""
+        pa = self._series.column_features(a, self.blocks)
+        pb = self._series.column_features(b, self.blocks)
+        return sum(fa @ fb.T for fa, fb in zip(pa, pb)) / len(self.blocks)
+
     class_sums = dense_class_sums
     class_moments = dense_class_moments
 

@@ -94,13 +94,39 @@ class PairwiseKernelMap:
     def dim(self):
         return int(self._flat.numel())
 
+    def _parts(self, x):
+        """psi of every column, in block order."""
+        numeric = iter(self._series.column_features(x, self._numeric) if self._numeric else [])
+        return [next(numeric) if b.kind == 'numeric' else x[:, list(b.columns)]
+                for b in self.blocks]
+
     def _column_features(self, x):
         """Concatenated psi (n, W) and per-column squared norms (n, C)."""
-        numeric = iter(self._series.column_features(x, self._numeric) if self._numeric else [])
-        parts = [next(numeric) if b.kind == 'numeric' else x[:, list(b.columns)]
-                 for b in self.blocks]
+        parts = self._parts(x)
         sq = torch.stack([(p * p).sum(1) for p in parts], dim=1)
         return torch.cat(parts, dim=1), sq
+
+    def gram(self, a, b, cache=None):
+        """phi(a) phi(b)^T = (1/P) sum_{i<j} K_i * K_j = ((sum K_i)^2 - sum K_i^2) / (2P)
+        elementwise, from the per-column kernels K_i: O(len(a) len(b) W), never O(.. dim)
+        (``cache`` unused)."""
+        total = squares = 0
+        for pa, pb in zip(self._parts(a), self._parts(b)):
+            k = pa @ pb.T
+            total = total + k
+            squares = squares + k * k
+        return (total * total - squares) / (2 * self.n_pairs)
+
+    def dot(self, x, target):
+        """phi(x) @ target for target (dim,) or (dim, k), without materialising phi: the
+        target's pair blocks as one (W, W) matrix M, then psi(x)^T M psi(x) / sqrt(P)."""
+        feats, _ = self._column_features(x)
+        flat = target.reshape(self.dim, -1).to(feats.dtype)
+        m = feats.new_zeros(self._total * self._total, flat.shape[1])
+        m[self._index(feats.device)] = flat
+        m = m.reshape(self._total, self._total, -1)
+        out = torch.einsum('nw,wvk,nv->nk', feats, m, feats) / math.sqrt(self.n_pairs)
+        return out.reshape(len(x)) if target.dim() == 1 else out
 
     def _pair_sq_norms(self, sq):
         """||phi||^2 = sum_{i<j} |psi_i|^2 |psi_j|^2 / P."""
