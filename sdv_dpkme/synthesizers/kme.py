@@ -42,8 +42,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             weighted rows instead of the generator. Post-processing: no extra epsilon. On Adult
             it raised SDMetrics quality from 0.931 to 0.963 (DP-HP, 3 seeds)
             (benchmarks/results/reweighting.md); it costs R x R kernel sums per class and term
-            at fit (memory: R x the widest term's features), and samples repeat rows of the
-            pool.
+            at fit (DP-HP's maps from per-column kernels; DP-MERF's memory: R x its random
+            features), and samples repeat rows of the pool.
     """
 
     #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
