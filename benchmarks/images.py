@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sdv_dpkme.images import DPHPImageGenerator, DPKIPScatterNet, DPMERFImageGenerator  # noqa: E402
 from sdv_dpkme.images.data import load_fashion_mnist, load_mnist_full  # noqa: E402
-from sdv_dpkme.images.kip import PAPER_NORM_EPS  # noqa: E402
+from sdv_dpkme.images.kip import MOMENTS_NORM_EPS, PAPER_NORM_EPS  # noqa: E402
 from sdv_dpkme.images.scattering import ScatterNet, group_normalise  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / 'results'
@@ -228,7 +228,7 @@ def _num(value):
 #: the settings of the summary table and the picture: each mechanism's defaults in the class
 HEADLINE = {
     'moments': dict(mechanism='moments', moment_share=0.5, moment_ridge='auto', moment_steps=300,
-                    lr=0.05, reg=0.001, project_support=True, group_norm_eps=1e-6),
+                    lr=0.05, reg=0.001, project_support=True, group_norm_eps=MOMENTS_NORM_EPS),
     # the moments default before the smaller group-norm floor (stop 30)
     'moments, floor 1e-5': dict(mechanism='moments', moment_share=0.5, moment_ridge='auto',
                                 moment_steps=300, lr=0.05, reg=0.001, project_support=True),
@@ -420,8 +420,8 @@ def report():
         if not np.isfinite(r['epsilon']) or r.get('images_file') in {x[3] for x in rows}:
             continue
         if r['epsilon'] != 1.0 or r['seed'] != 0 or (
-                r['method'] == 'DP-KIP-ScatterNet' and _headline(r) is None):
-            continue  # the picture: epsilon 1, seed 0, default settings
+                r['method'] == 'DP-KIP-ScatterNet' and _headline(r) not in ('moments', 'dp-sgd')):
+            continue  # the picture: epsilon 1, seed 0, each mechanism's current default
         if f.exists():
             z = np.load(f)
             name = r['method'] + (f" ({_headline(r)})" if _headline(r) else '')
