@@ -17,7 +17,7 @@ Algorithm box (algorithms.md §3.1, §3.3, §3.4; our CPU-friendly variant of st
                                             post-processing of the noisy G)
   3. release (X_s, Y_s).
 ``mechanism='moments'`` replaces step 2's T releases by ONE release of the two sums that the
-linear-kernel KIP loss reads (sum phi phi^T and sum phi y^T of unit-norm features), then
+linear-kernel KIP loss reads (sum phi phi^T and sum phi y^T of unit-norm features, jointly), then
 optimises the support on the whole-data loss with no further private access
 (``engines.kip_moments`` has its algorithm box).
 Privacy: step 2's G is a Gaussian mechanism on a sum of per-example vectors of norm <= C, so
@@ -96,11 +96,13 @@ class DPKIPScatterNet:
             features, for training and prediction) or 'dp-sgd' (the paper's: T Poisson-subsampled
             noisy gradients; ``epochs``, ``batch_size``, ``clip_norm`` apply to it only).
             'moments' scored higher on MNIST and FashionMNIST (benchmarks/results/images.md).
-        moment_share: 'moments' only: the Gram sum's share of the budget (the rest: sum phi y^T).
+        moment_share: 'moments' only: c, the Gram sum's share of each image's squared norm in
+            the one joint release of both sums (rows [sqrt(c) phi, sqrt(1 - c) y / |y|]; the
+            rest goes to sum phi y^T). Default 0.85 (``engines.kip_moments.GRAM_WEIGHT``).
         moment_ridge: 'moments' only: rho added to the released Gram / n (after its PSD part).
-            'auto' (default): 0.2 x the edge of the noise spectrum, 2 sigma sqrt(p) / n (public;
-            about 2.2e-3 on MNIST at eps 1, 3e-4 at eps 10), so the ridge shrinks as the noise
-            does; ``moment_ridge_`` says what a fit used.
+            'auto' (default): 0.1 x the edge of the noise spectrum, 2 sigma sqrt(p) / (c n)
+            (public; about 9.2e-4 on MNIST at eps 1, 1.2e-4 at eps 10), so the ridge shrinks as
+            the noise does; ``moment_ridge_`` says what a fit used.
         moment_steps: 'moments' only: Adam steps on the support (no privacy cost).
         group_norm_eps: the variance floor of the ScatterNet group normalisation (public). None
             (default): 1e-6 for 'moments' (KRR accuracy at eps 1, 3 seeds, against the paper's
@@ -120,8 +122,9 @@ class DPKIPScatterNet:
     def __init__(self, epsilon, delta=1e-5, images_per_class=10, n_classes=10, epochs=10,
                  batch_size=2000, clip_norm=1e-3, learning_rate=0.05, regularization=1e-3,
                  pixel_range=(0.0, 1.0), project_support=None, mechanism='moments',
-                 moment_share=0.5, moment_ridge='auto', moment_steps=300, group_norm_eps=None,
-                 device='cpu', random_state=None, noise_seed=None, verbose=False):
+                 moment_share=kip_moments.GRAM_WEIGHT, moment_ridge='auto', moment_steps=300,
+                 group_norm_eps=None, device='cpu', random_state=None, noise_seed=None,
+                 verbose=False):
         self.epsilon = epsilon
         self.delta = delta
         self.images_per_class = images_per_class
@@ -305,11 +308,11 @@ class DPKIPScatterNet:
         features), then Adam on the whole-data loss (``engines.kip_moments``)."""
         n = len(phi)
         phi = kip_moments.unit_rows(phi.float())
-        gram, cross, sigma = kip_moments.release_moments(
-            phi, y_all, ledger, gram_share=float(self.moment_share),
+        gram, cross, gram_noise = kip_moments.release_moments(
+            phi, y_all, ledger, gram_weight=float(self.moment_share),
             description=', ScatterNet features of the private images scaled to unit norm')
         del phi
-        ridge = (kip_moments.auto_ridge(sigma, len(gram), n) if self.moment_ridge == 'auto'
+        ridge = (kip_moments.auto_ridge(gram_noise, len(gram), n) if self.moment_ridge == 'auto'
                  else float(self.moment_ridge))
         self.moment_ridge_ = ridge
         gram, cross = kip_moments.loss_matrices(gram, cross, n, ridge)
@@ -325,13 +328,14 @@ class DPKIPScatterNet:
                                      self.regularization, self.moment_steps, self.learning_rate,
                                      project=project, progress=progress)
         notes = [
-            f'One release of the two sums the linear-kernel KIP loss reads (n = {n}): the '
+            f'One joint release of the two sums the linear-kernel KIP loss reads (n = {n}, '
+            f'Gram share c = {float(self.moment_share):g}): the '
             f'support was then optimised for {int(self.moment_steps)} Adam steps on the '
             f'whole-data loss, with no further access to private images (post-processing).',
             f'Features scaled to unit norm per image (no clipping needed); the released Gram '
             f'sum / n is projected to its PSD part plus {ridge:.3g} I'
-            + (' (0.2 x the edge of the noise spectrum, from sigma, n and the feature count: '
-               'public).' if self.moment_ridge == 'auto' else '.'),
+            + (f' ({kip_moments.RIDGE_PER_EDGE:g} x the edge of the noise spectrum, from sigma, '
+               f'c, n and the feature count: public).' if self.moment_ridge == 'auto' else '.'),
         ]
         return list(history), int(self.moment_steps), None, notes
 

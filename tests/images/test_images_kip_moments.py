@@ -50,25 +50,46 @@ def test_packing_keeps_the_frobenius_norm_and_round_trips():
     assert torch.allclose(km.unpack_symmetric(packed, 7), sym)
 
 
+def _joint(row, label, c):
+    return km.joint_vector(row.T @ row, row.T @ label, c)
+
+
 @pytest.mark.parametrize('k', [2, 10])
-def test_gram_and_cross_sensitivities_hold_and_are_tight(k):
+@pytest.mark.parametrize('c', [0.5, km.GRAM_WEIGHT, 0.99])
+def test_joint_release_sensitivity_holds_and_is_tight(k, c):
     rows = _extreme_rows()
+    # the worst pair: one label, a . b = -(1 - c) / c (from the bound's proof)
+    a, b = rows[0], rows[2]
+    u = -(1 - c) / c
+    worst_row = km.unit_rows(u * a + math.sqrt(1 - u * u) * b)
+    rows = torch.cat([rows, worst_row[None]])
     ys = centred_one_hot(torch.arange(k), k)
-    worst_gram = worst_cross = 0.0
+    worst = 0.0
     for i in range(len(rows)):
         for j in range(len(rows)):
-            a, b = rows[i:i + 1], rows[j:j + 1]
-            gram = km.pack_symmetric(a.T @ a) - km.pack_symmetric(b.T @ b)
-            worst_gram = max(worst_gram, float(gram.norm()))
-            for c in range(k):
-                for d in range(k):
-                    cross = a.T @ ys[c:c + 1] - b.T @ ys[d:d + 1]
-                    worst_cross = max(worst_cross, float(cross.norm()))
-    assert worst_gram <= km.gram_sensitivity() * (1 + 1e-12)
-    assert worst_cross <= km.cross_sensitivity(k) * (1 + 1e-12)
-    # orthogonal unit rows reach the Gram bound; a row and its negation with one label the other
-    assert worst_gram == pytest.approx(km.gram_sensitivity(), rel=1e-5)
-    assert worst_cross == pytest.approx(km.cross_sensitivity(k), rel=1e-5)
+            for yi in range(k):
+                for yj in range(k):
+                    moved = _joint(rows[i:i + 1], ys[yi:yi + 1], c) \
+                        - _joint(rows[j:j + 1], ys[yj:yj + 1], c)
+                    worst = max(worst, float(moved.norm()))
+    assert worst <= km.moments_sensitivity() * (1 + 1e-12)
+    assert worst == pytest.approx(km.moments_sensitivity(), rel=1e-5)
+
+
+def test_joint_vector_round_trips_and_scales_as_documented():
+    g = torch.Generator().manual_seed(5)
+    phi = km.unit_rows(torch.randn(40, 6, generator=g, dtype=torch.float64))
+    y = centred_one_hot(torch.randint(0, 4, (40,), generator=g), 4)
+    gram, cross = km.feature_moments(phi, y)
+    v = km.joint_vector(gram, cross, 0.7)
+    assert v.shape == (6 * 7 // 2 + 6 * 4,)
+    back = km.split_joint(v, 6, 4, 0.7)
+    assert torch.allclose(back[0], gram) and torch.allclose(back[1], cross)
+    # v is the phi-phi and phi-y blocks of sum psi psi^T, psi = [sqrt(c) phi, sqrt(1-c) y/|y|]
+    psi = torch.cat([math.sqrt(0.7) * phi, math.sqrt(0.3) * y / math.sqrt(0.75)], dim=1)
+    full = psi.T @ psi
+    blocks = full[:6, :6].norm() ** 2 + 2 * full[:6, 6:].norm() ** 2
+    assert float(v.norm() ** 2) == pytest.approx(float(blocks), rel=1e-12)
 
 
 def test_float32_unit_rows_never_exceed_norm_one():
@@ -80,7 +101,7 @@ def test_float32_unit_rows_never_exceed_norm_one():
     assert float(norms.min()) > 1 - 1e-5
 
 
-def test_neighbouring_image_sets_move_the_released_sums_within_the_sensitivities(digits):
+def test_neighbouring_image_sets_move_the_released_vector_within_the_sensitivity(digits):
     x, y = digits
     x, y = x[:200].astype(np.float32) / 16, y[:200]
     net = ScatterNet((8, 8))
@@ -92,12 +113,11 @@ def test_neighbouring_image_sets_move_the_released_sums_within_the_sensitivities
         other_x[0], other_y[0] = image, label
         other = km.feature_moments(km.unit_rows(net.batched(torch.from_numpy(other_x)[:, None])),
                                    centred_one_hot(torch.as_tensor(other_y), 10))
-        moved_gram = km.pack_symmetric(other[0]) - km.pack_symmetric(base[0])
-        assert float(moved_gram.norm()) <= km.gram_sensitivity() * (1 + 1e-9)
-        assert float((other[1] - base[1]).norm()) <= km.cross_sensitivity(10) * (1 + 1e-9)
+        moved = km.joint_vector(*other, km.GRAM_WEIGHT) - km.joint_vector(*base, km.GRAM_WEIGHT)
+        assert float(moved.norm()) <= km.moments_sensitivity() * (1 + 1e-9)
 
 
-def test_release_refuses_rows_above_unit_norm():
+def test_release_refuses_rows_above_unit_norm_and_labels_not_centred():
     ledger = Ledger.open(1.0, 1e-5, None)
     labels = centred_one_hot(torch.arange(5) % 2, 2)
     for phi in (torch.ones(5, 4, dtype=torch.float64),  # norm 2
@@ -105,6 +125,10 @@ def test_release_refuses_rows_above_unit_norm():
                     (4,), float('nan')))):  # a NaN row would turn the noisy sums into NaN
         with pytest.raises(ValueError, match='norm <= 1'):
             km.release_moments(phi, labels, ledger)
+    # plain one-hot labels have norm 1 > sqrt(1 - 1/K): the cross block's scale assumes the latter
+    with pytest.raises(ValueError, match='centred one-hot'):
+        km.release_moments(km.unit_rows(torch.ones(5, 4)), torch.eye(2)[torch.arange(5) % 2],
+                           ledger)
     assert not ledger.accountant.releases
 
 
@@ -134,26 +158,44 @@ def fitted(digits):
     return DPKIPScatterNet(1.0, 1e-5, **MOM).fit(x[:1500], y[:1500])
 
 
-def test_two_releases_accounted_as_one_exact_gaussian(fitted):
+def test_one_joint_release_accounted_as_one_exact_gaussian(fitted):
     report = fitted.privacy_report_
-    gram, cross = report.releases
-    assert (gram.name, cross.name) == (km.GRAM, km.CROSS)
-    assert gram.sensitivity == pytest.approx(math.sqrt(2))
-    assert cross.sensitivity == pytest.approx(2 * math.sqrt(0.9))
+    (release,) = report.releases
+    assert release.name == km.MOMENTS
+    assert release.sensitivity == pytest.approx(math.sqrt(2))
     p = 81 * 2 * 2
-    assert gram.dimension == p * (p + 1) // 2 and cross.dimension == p * 10
-    assert gram.noise_std == pytest.approx(gram.noise_multiplier * math.sqrt(2))
-    # shares 0.5 / 0.5 of the precision, recomputed independently as one Gaussian (GDP)
-    assert gram.noise_multiplier == pytest.approx(cross.noise_multiplier, rel=1e-9)
-    mu = math.sqrt(gram.noise_multiplier ** -2 + cross.noise_multiplier ** -2)
-    eps = _gdp_epsilon(mu, 1e-5)
+    assert release.dimension == p * (p + 1) // 2 + p * 10
+    assert release.noise_std == pytest.approx(release.noise_multiplier * math.sqrt(2))
+    assert release.details['gram_weight'] == km.GRAM_WEIGHT
+    # recomputed independently as one Gaussian (GDP, mu = 1 / noise multiplier)
+    eps = _gdp_epsilon(1 / release.noise_multiplier, 1e-5)
     assert 0.999 <= eps <= 1.0 * (1 + 1e-9)
     assert report.epsilon_spent == pytest.approx(eps, rel=1e-6)
     assert fitted.n_steps_ == 20 and fitted.sampling_rate_ is None
     # projected by default with this mechanism: the distilled images are in the declared range
     assert fitted.project_support_ is True
     assert fitted.distilled_images_.min() >= 0 and fitted.distilled_images_.max() <= 16
-    assert any('One release of the two sums' in note for note in report.notes)
+    assert any('One joint release of the two sums' in note for note in report.notes)
+
+
+def test_joint_release_adds_less_noise_to_both_sums_than_two_releases():
+    # all-zero features: the released sums are pure noise
+    n, p, k = 2000, 60, 3
+    ledger = Ledger.open(1.0, 1e-5, None)
+    gram, cross, gram_noise = km.release_moments(torch.zeros(n, p), centred_one_hot(
+        torch.zeros(n, dtype=torch.long), k), ledger)
+    sigma = ledger.accountant.releases[0].noise_multiplier
+    off = gram[torch.triu_indices(p, p, offset=1).unbind()]
+    assert float(off.std()) == pytest.approx(gram_noise, rel=0.05)
+    assert gram_noise == pytest.approx(sigma / km.GRAM_WEIGHT)
+    cross_noise = sigma * math.sqrt(2) / km.cross_scale(km.GRAM_WEIGHT, k)
+    assert float(cross.std()) == pytest.approx(cross_noise, rel=0.15)
+    # two separate releases at the same budget (half each): Gram sensitivity sqrt(2) (off-diagonal
+    # std sigma_2), cross sensitivity 2 |y|
+    sigma_2 = Ledger.open(1.0, 1e-5, None).accountant.calibrate(
+        {'gram': (0.5, 1), 'cross': (0.5, 1)})['gram']
+    assert gram_noise < 0.85 * sigma_2  # 17% less
+    assert cross_noise < 0.995 * sigma_2 * 2 * math.sqrt(1 - 1 / k)  # 1% less
 
 
 def test_noise_edge_is_the_edge_of_the_released_noise_spectrum():
@@ -162,12 +204,12 @@ def test_noise_edge_is_the_edge_of_the_released_noise_spectrum():
     n, p = 1000, 300
     for epsilon in (1.0, 10.0):
         ledger = Ledger.open(epsilon, 1e-5, None)
-        gram, _, sigma = km.release_moments(torch.zeros(n, p), centred_one_hot(
+        gram, _, gram_noise = km.release_moments(torch.zeros(n, p), centred_one_hot(
             torch.arange(n) % 3, 3), ledger)
-        assert sigma == ledger.accountant.releases[0].noise_multiplier
         top = float(torch.linalg.eigvalsh(gram / n).max())
-        assert top == pytest.approx(km.noise_edge(sigma, p, n), rel=0.08)
-        assert km.auto_ridge(sigma, p, n) == pytest.approx(0.2 * top, rel=0.08)
+        assert top == pytest.approx(km.noise_edge(gram_noise, p, n), rel=0.08)
+        assert km.auto_ridge(gram_noise, p, n) == pytest.approx(km.RIDGE_PER_EDGE * top,
+                                                                rel=0.08)
 
 
 def test_default_ridge_follows_the_noise_and_is_reported(digits):
@@ -175,9 +217,10 @@ def test_default_ridge_follows_the_noise_and_is_reported(digits):
     fits = {eps: DPKIPScatterNet(eps, 1e-5, **MOM).fit(x[:600], y[:600]) for eps in (1.0, 10.0)}
     p = 81 * 2 * 2
     for eps, m in fits.items():
-        sigma = m.privacy_report_.releases[0].noise_multiplier
-        assert m.moment_ridge_ == pytest.approx(0.2 * 2 * sigma * math.sqrt(p) / 600, rel=1e-12)
-        assert any(f'{m.moment_ridge_:.3g} I (0.2 x the edge' in note
+        sigma = m.privacy_report_.releases[0].noise_multiplier / km.GRAM_WEIGHT
+        assert m.moment_ridge_ == pytest.approx(
+            km.RIDGE_PER_EDGE * 2 * sigma * math.sqrt(p) / 600, rel=1e-12)
+        assert any(f'{m.moment_ridge_:.3g} I ({km.RIDGE_PER_EDGE:g} x the edge' in note
                    for note in m.privacy_report_.notes)
     assert fits[10.0].moment_ridge_ < fits[1.0].moment_ridge_ / 5
     fixed = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'moment_ridge': 3e-3}).fit(x[:600], y[:600])
