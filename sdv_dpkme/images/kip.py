@@ -53,15 +53,14 @@ from sdv_dpkme.images._inputs import (
     positive_int,
     positive_number,
 )
-from sdv_dpkme.images.scattering import ScatterNet
+from sdv_dpkme.images.scattering import PAPER_NORM_EPS, ScatterNet
 from sdv_dpkme.privacy import Ledger, PoissonSubsampledGaussianMechanism
 
 
 MECHANISMS = ('dp-sgd', 'moments')
-#: the variance floor of the per-location group normalisation: the paper's (jax's default), and
-#: the one 'moments' uses: most second-order groups (variance median 2e-7 on [0, 1] MNIST pixels)
-#: keep their contrast instead of being damped towards 0 (benchmarks/results/images.md)
-PAPER_NORM_EPS = 1e-5
+#: the variance floor 'moments' uses (the paper's, PAPER_NORM_EPS, is 1e-5): most second-order
+#: groups (variance median 2e-7 on [0, 1] MNIST pixels) keep their contrast instead of being
+#: damped towards 0 (benchmarks/results/images.md)
 MOMENTS_NORM_EPS = 1e-6
 
 

@@ -52,7 +52,11 @@ class _AliasedProduct(torch.autograd.Function):
         return torch.einsum('...sxy,saxcy->...axcy', grad, fr), None
 
 
-def group_normalise(features, group_size=3, eps=1e-5):
+#: the paper's variance floor of the group normalisation (jax's default)
+PAPER_NORM_EPS = 1e-5
+
+
+def group_normalise(features, group_size=3, eps=PAPER_NORM_EPS):
     """Per spatial location, standardise each group of ``group_size`` consecutive channels.
 
     ``features``: (..., channels, h, w). This is ``jax.nn.standardize(axis=1)`` on the
@@ -77,7 +81,8 @@ class ScatterNet:
     (n, dim). Filters are public (no data involved).
     """
 
-    def __init__(self, shape, J=2, L=8, normalise=True, dtype=torch.float32, norm_eps=1e-5):
+    def __init__(self, shape, J=2, L=8, normalise=True, dtype=torch.float32,
+                 norm_eps=PAPER_NORM_EPS):
         self.shape = tuple(int(s) for s in shape)
         self.J, self.L, self.normalise = int(J), int(L), bool(normalise)
         self.norm_eps = float(norm_eps)
