@@ -8,7 +8,11 @@ split; the privacy noise is fresh in every fit):
 * ``plain-linear``: bounds, categories and nullable columns, every numerical column declared
   ``scale='linear'`` (what a plain declaration gave before the rule);
 * ``plain``: the same declaration without scales, so the rule of docs/domains.md decides;
-* ``plain-reweight``: ``plain`` plus ``reweight_generated_rows=4000``.
+* ``plain-reweight``: ``plain`` plus ``reweight_generated_rows=4000``;
+* ``plain-previous``: ``plain`` with DP-HP's training defaults before stop 33
+  (``PREVIOUS_DPHP_TRAINING``).
+
+``--paired-noise`` draws the same privacy noise in every arm of a seed (``noise_seed``).
 
 DP-HP (or ``--method dpmerf``), ε = 1, every other argument default (no target_column). Scored
 against a seeded 80/20 stratified test split: SDMetrics quality, column shapes, pair trends, TSTR
@@ -30,6 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workflow_hypothyroid as hypo  # noqa: E402
 
 
+#: DP-HP's generator-training defaults before stop 33 (issue 16: fitting the releases better)
+PREVIOUS_DPHP_TRAINING = dict(pair_weight=1.0, learning_rate_schedule='constant',
+                              category_smoothing=0.0, steps=500)
+
+
 def declaration(arm):
     categories = {'class': ['hypothyroid', 'negative'], 'sex': ['F', 'M']}
     categories.update({f: ['f', 't'] for f in hypo.FLAGS})
@@ -41,10 +50,12 @@ def declaration(arm):
         kwargs['domain'] = {'columns': {c: {'scale': 'linear'} for c in bounds}}
     if arm == 'plain-reweight':
         kwargs['reweight_generated_rows'] = 4000
+    if arm == 'plain-previous':  # DP-HP's training defaults before stop 33
+        kwargs.update(PREVIOUS_DPHP_TRAINING)
     return kwargs, bounds, categories
 
 
-def run(arm, seed, method, data, meta):
+def run(arm, seed, method, data, meta, paired_noise=False):
     import torch
     from sklearn.model_selection import train_test_split
 
@@ -56,6 +67,8 @@ def run(arm, seed, method, data, meta):
                                    stratify=data['class'])
     kwargs, bounds, categories = declaration(arm)
     cls = sdv_dpkme.DPHPSynthesizer if method == 'dphp' else sdv_dpkme.DPMERFSynthesizer
+    if paired_noise:  # every arm of a seed draws the same privacy noise
+        kwargs['noise_seed'] = 1000 + seed
     synth = cls(meta, epsilon=1.0, random_state=seed, verbose=False, **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
@@ -83,7 +96,10 @@ def main(argv=None):
     parser.add_argument('--method', default='dphp', choices=('dphp', 'dpmerf'))
     parser.add_argument('--out', required=True, help='CSV, appended after every fit')
     parser.add_argument('--arms', default='plain-linear,plain',
-                        help='comma-separated arms to run (plain-linear, plain, plain-reweight)')
+                        help='comma-separated arms to run (plain-linear, plain, plain-reweight, '
+                             'plain-previous)')
+    parser.add_argument('--paired-noise', action='store_true',
+                        help='noise_seed = 1000 + seed in every arm (paired noise, not fresh)')
     args = parser.parse_args(argv)
     data, meta = hypo.load(), hypo.metadata()
     out = Path(args.out)
@@ -93,7 +109,7 @@ def main(argv=None):
         for arm in args.arms.split(','):
             if (args.method, arm, seed) in done:
                 continue
-            row = run(arm, seed, args.method, data, meta)
+            row = run(arm, seed, args.method, data, meta, args.paired_noise)
             rows.append(row)
             pd.DataFrame(rows).to_csv(out, index=False)
             print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()},

@@ -4,6 +4,7 @@ The engine knows nothing of SDV or of the private rows: it receives the encoded 
 label weights and released embeddings, and only ever evaluates feature maps on generated rows.
 """
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -24,14 +25,17 @@ class TabularGenerator(nn.Module):
     """MLP from (noise, one-hot label) to an encoded row.
 
     Heads: numeric value = sigmoid (stays inside the public box), null indicator = sigmoid
-    probability, categorical = softmax over its buckets. ``forward`` returns the relaxed row used
-    for training; ``sample`` draws nulls and categories.
+    probability, categorical = softmax over its buckets, mixed with ``category_smoothing`` of a
+    uniform draw over the column's public categories (see ``_smooth``). ``forward`` returns the
+    relaxed row used for training; ``sample`` draws nulls and categories from the same
+    probabilities.
     """
 
     def __init__(self, blocks, n_columns, n_classes, latent_dim=32, hidden=(256, 256),
-                 numeric_noise=0.0):
+                 numeric_noise=0.0, category_smoothing=0.0):
         super().__init__()
         self.numeric_noise = float(numeric_noise)
+        self.category_smoothing = float(category_smoothing)
         self.blocks = tuple(blocks)
         self.n_columns = n_columns
         self.n_classes = n_classes
@@ -53,6 +57,20 @@ class TabularGenerator(nn.Module):
         self.register_buffer('_inverse', torch.argsort(self._perm), persistent=False)
         self._group_sizes = [len(self._sigmoid_cols)] + [len(g) for g in self._softmax_groups]
 
+    def _smooth(self, probs):
+        """(1 - a) probs + a u, u uniform over the public categories (all buckets but the last,
+        the out-of-domain one). Every category then keeps at least a / K of each class, so a
+        category whose noisy target fell to 0 in one class is rare there, not impossible:
+        impossible values are what naive-Bayes-like models trained on the output break on. As
+        training sees the same mixture, the generator lowers its own share of common categories to
+        compensate; only categories truly below a / K are lifted."""
+        a = getattr(self, 'category_smoothing', 0.0)  # models saved before the option: 0
+        inside = probs.shape[-1] - 1
+        if a <= 0 or inside < 1:
+            return probs
+        uniform = torch.full_like(probs[..., :1], a / inside)
+        return torch.cat([(1 - a) * probs[..., :-1] + uniform, (1 - a) * probs[..., -1:]], dim=-1)
+
     def _numeric_noise(self, rows, generator, device):
         if self.numeric_noise <= 0:
             return None
@@ -69,7 +87,7 @@ class TabularGenerator(nn.Module):
         if noise is not None and self.numeric_noise > 0:
             values = 1 - (1 - (values + self.numeric_noise * noise).abs()).abs()
         heads = [values]
-        heads += [torch.softmax(p, dim=1) for p in pieces[1:-1]]
+        heads += [self._smooth(torch.softmax(p, dim=1)) for p in pieces[1:-1]]
         heads.append(torch.zeros_like(pieces[-1]))
         return torch.cat(heads, dim=1)[:, self._inverse]
 
@@ -116,8 +134,7 @@ class TabularGenerator(nn.Module):
             if len(inside) == 0:
                 out[b.columns[0]] = 1.0
                 continue
-            part = logits[_rows(inside)]
-            cdf = np.exp(part - part.max(axis=0))
+            cdf = self._inside_weights(logits, b.columns)
             for i in range(1, len(cdf)):  # row by row: 3x faster than np.cumsum on axis 0
                 cdf[i] += cdf[i - 1]
             total = cdf[-1]
@@ -131,6 +148,22 @@ class TabularGenerator(nn.Module):
             pick = (cdf <= x).sum(axis=0)
             out[inside[pick], everyone] = 1.0
         return out.T
+
+
+    def _inside_weights(self, logits, columns):
+        """Unnormalised probabilities of a categorical block's public categories (its buckets
+        but the last), by row (columns x rows), as ``forward``'s smoothed softmax gives them."""
+        inside = np.asarray(columns[:-1])
+        part = logits[_rows(inside)]
+        a = getattr(self, 'category_smoothing', 0.0)
+        if a <= 0:
+            return np.exp(part - part.max(axis=0))
+        full = logits[_rows(np.asarray(columns))]
+        top = full.max(axis=0)
+        weights = np.exp(part - top)
+        weights *= (1 - a) / np.exp(full - top).sum(axis=0)
+        weights += np.float32(a / len(inside))
+        return weights
 
 
 def _rows(index):
@@ -187,10 +220,26 @@ def mmd_to_target(target, sums, sq_norms, counts, unbiased=True):
     return ((target * target).sum(1) - 2 * (target * means).sum(1) + pairs).sum()
 
 
+#: learning-rate schedules of ``train_generator``
+SCHEDULES = ('constant', 'cosine')
+
+
+def _lr_factor(schedule, steps):
+    """Multiplier of the learning rate after each step: 1, or a cosine from 1 down to 0 at the
+    last step (the batch-to-batch noise of the loss estimate then averages out at the end instead
+    of being frozen into the final weights)."""
+    if schedule == 'constant':
+        return lambda step: 1.0
+    if schedule == 'cosine':
+        return lambda step: 0.5 * (1 + math.cos(math.pi * min(step, steps) / steps))
+    raise ValueError(f'schedule must be one of {SCHEDULES}, got {schedule!r}')
+
+
 def train_generator(generator, objectives, classes, steps, batch_size, learning_rate, device,
-                    torch_generator, verbose=True, unbiased=True):
+                    torch_generator, verbose=True, unbiased=True, schedule='constant'):
     """Adam on sum_k w_k sum_c ||target_k[c] - E phi_k(G(z, c))||^2, estimated per batch
-    (``mmd_to_target``; ``unbiased=False``: the plug-in estimate of the original papers).
+    (``mmd_to_target``; ``unbiased=False``: the plug-in estimate of the original papers), with the
+    learning rate held (``schedule='constant'``) or decayed to 0 on a cosine (``'cosine'``).
 
     Each batch is balanced over ``classes`` (the classes with positive released weight).
     Returns the loss history as a DataFrame. The loss is an unbiased estimate of the distance to
@@ -200,6 +249,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     """
     generator.to(device).train()
     optimizer = torch.optim.Adam(generator.parameters(), lr=learning_rate)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(schedule, steps))
     classes = torch.as_tensor(classes, dtype=torch.long)
     per_class = max(1, batch_size // len(classes))
     labels = classes.repeat_interleave(per_class)
@@ -232,6 +282,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
         optimizer.zero_grad()
         total.backward()
         optimizer.step()
+        scheduler.step()
         record['Loss'] = float(total.detach())
         history.append(record)
         if step % 50 == 0:
@@ -258,7 +309,9 @@ def collapsed_classes(generator, classes, rows=512, spread=0.01, dominance=0.99)
         y = nn.functional.one_hot(torch.full((rows,), int(c)), generator.n_classes).float()
         soft = generator(z, y.to(device), generator._numeric_noise(rows, gen, device)).cpu()
         flat = all(float(soft[:, col].std()) < spread for col in numeric)
-        fixed = all(float(soft[:, g].mean(0).max()) > dominance for g in groups)
+        # the smoothed heads put at most 1 - a on one bucket
+        top = dominance * (1 - getattr(generator, 'category_smoothing', 0.0))
+        fixed = all(float(soft[:, g].mean(0).max()) > top for g in groups)
         if flat and fixed:
             out.append(int(c))
     return out

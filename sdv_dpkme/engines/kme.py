@@ -58,6 +58,8 @@ class Training:
     numeric_noise: float
     device: object
     reweight_rows: int = 0  # > 0: a weighted pool of generated rows per class (see ``train``)
+    schedule: str = 'constant'  # learning-rate schedule (``generator.SCHEDULES``)
+    category_smoothing: float = 0.0  # share of uniform draws in categorical heads
 
 
 def plan_releases(terms, shares, has_target):
@@ -207,11 +209,11 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
         torch.manual_seed(int(torch.randint(2**62, (1,), generator=rng)))
         generator = TabularGenerator(
             blocks, len(columns), n_classes, training.latent_dim, tuple(training.generator_dims),
-            numeric_noise=training.numeric_noise,
+            numeric_noise=training.numeric_noise, category_smoothing=training.category_smoothing,
         )
     history = train_generator(
         generator, objectives, np.flatnonzero(weights > 0), training.steps, training.batch_size,
-        training.learning_rate, training.device, rng, verbose=verbose,
+        training.learning_rate, training.device, rng, verbose=verbose, schedule=training.schedule,
     )
     collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
     model = KMEModel(generator, columns, target, weights, history, collapsed)

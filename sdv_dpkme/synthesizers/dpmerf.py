@@ -49,7 +49,8 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
                  locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1,
                  marginal_length_scale=0.02, marginal_weight=1.0, pair_length_scale=0.1,
-                 pair_weight=1.0, reweight_generated_rows=None):
+                 pair_weight=1.0, reweight_generated_rows=None, learning_rate_schedule='constant',
+                 category_smoothing=0.0):
         if releases not in ('single', 'minibatch'):
             raise SynthesizerInputError(
                 f"releases must be 'single' or 'minibatch', got {releases!r}."

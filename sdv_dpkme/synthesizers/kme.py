@@ -10,7 +10,7 @@ from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.engines import kme
 from sdv_dpkme.engines.errors import CollapsedGeneratorWarning
-from sdv_dpkme.engines.generator import resolve_device
+from sdv_dpkme.engines.generator import SCHEDULES, resolve_device
 from sdv_dpkme.engines.kernel_terms import shared_terms
 from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
 
@@ -31,10 +31,20 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             pair_weight: its weight in the training loss. Columns are left out of it, with a
             warning, when wider than ``max_pair_width`` (512) features, then widest first while
             it would exceed ``max_pair_features`` per class.
+        learning_rate_schedule: 'constant' (the papers') or 'cosine': the generator's learning rate
+            decays from ``learning_rate`` to 0 over the steps, so that the last steps settle on
+            the released embeddings instead of jittering with each batch (training only: no
+            extra epsilon, no extra time).
+        category_smoothing: share a of each categorical value that is drawn uniformly over the
+            column's public categories (0 <= a < 1), in training and sampling alike. Every public
+            category keeps at least a / K of every class (K categories), so none that the noise
+            pushed to 0 in one class becomes impossible there (models such as naive Bayes trained
+            on the output break on impossible values); the generator compensates for the mixture
+            on the categories above a / K. 0 gives the papers' generator.
         steps, batch_size: generator training steps and generated rows per step. 'auto' (the
             defaults) follows the number n of private rows, which is public: steps =
-            min(500, max(200, n)) and batch_size = min(1024, max(256, n)), so 500 x 1024 from
-            1,024 rows up. On small tables the targets are mostly noise; the 215-row table of
+            min(``max_auto_steps``, max(200, n)) and batch_size = min(1024, max(256, n)), so
+            500 x 1024 from 1,024 rows up (800 x 1024 for DP-HP). On small tables the targets are mostly noise; the 215-row table of
             benchmarks/results/small_tables.md fits about 5x faster at no loss of quality.
         reweight_generated_rows: None (default) or R: after training, R rows per class are
             generated and weighted (Balog et al.'s reweighting, on the simplex) so that their
@@ -46,6 +56,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             features), and samples repeat rows of the pool.
     """
 
+    #: steps='auto' trains min(max_auto_steps, max(200, n)) steps on n rows
+    max_auto_steps = 500
     #: cap on the size of the 'pairs' map (its memory and training cost grow with it)
     max_pair_features = 1_000_000
     #: columns with more features than this (categories + missing/out-of-domain buckets) are
@@ -65,6 +77,16 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         steps = self.steps
         if steps != 'auto' and not (number(steps) and int(steps) == steps and steps >= 1):
             raise SynthesizerInputError(f"steps must be 'auto' or an integer >= 1, got {steps!r}.")
+        schedule = self.learning_rate_schedule
+        if not isinstance(schedule, str) or schedule not in SCHEDULES:
+            raise SynthesizerInputError(
+                f'learning_rate_schedule must be one of {list(SCHEDULES)}, got {schedule!r}.'
+            )
+        smoothing = self.category_smoothing
+        if not (number(smoothing) and 0 <= smoothing < 1):
+            raise SynthesizerInputError(
+                f'category_smoothing must be a number in [0, 1), got {smoothing!r}.'
+            )
         pool = getattr(self, 'reweight_generated_rows', None)
         if pool is not None and not (number(pool) and int(pool) == pool and pool >= 2):
             raise SynthesizerInputError(
@@ -106,7 +128,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
 
     def _steps(self, n):
         if self.steps == 'auto':
-            return min(500, max(200, n))
+            return min(self.max_auto_steps, max(200, n))
         return int(self.steps)
 
     def _batch_size(self, n):
@@ -118,7 +140,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         return kme.Training(self._steps(n), self._batch_size(n), self.learning_rate, self.latent_dim,
                             tuple(self.generator_dims), self.numeric_noise,
                             resolve_device(self.device),
-                            int(getattr(self, 'reweight_generated_rows', None) or 0))
+                            int(getattr(self, 'reweight_generated_rows', None) or 0),
+                            self.learning_rate_schedule, float(self.category_smoothing))
 
     def _fits_in_one_pass(self):
         return True  # every release is a sum over the rows (see engines.accumulate)
@@ -156,3 +179,6 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         self.__dict__.setdefault('pair_length_scale', None)
         self.__dict__.setdefault('pair_weight', 1.0)
         self.__dict__.setdefault('reweight_generated_rows', None)  # saved before the option
+        # saved before these options: the generator they trained
+        self.__dict__.setdefault('learning_rate_schedule', 'constant')
+        self.__dict__.setdefault('category_smoothing', 0.0)

@@ -293,6 +293,13 @@ def test_bad_arguments_get_clear_errors(cls, kwargs, match):
     (dict(pair_length_scale=False), 'pair_length_scale'),
     (dict(pair_weight=float('inf')), 'pair_weight'),
     (dict(pair_weight=0), 'pair_length_scale=None'),
+    (dict(learning_rate_schedule='linear'), 'learning_rate_schedule'),
+    (dict(learning_rate_schedule=None), 'learning_rate_schedule'),
+    (dict(category_smoothing=1.0), 'category_smoothing'),
+    (dict(category_smoothing=-0.01), 'category_smoothing'),
+    (dict(category_smoothing=float('nan')), 'category_smoothing'),
+    (dict(category_smoothing=True), 'category_smoothing'),
+    (dict(category_smoothing='0.01'), 'category_smoothing'),
 ])
 def test_bad_kernel_term_arguments_get_clear_errors(kme_cls, kwargs, match):
     with pytest.raises(SynthesizerInputError, match=match):
