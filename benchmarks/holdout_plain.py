@@ -10,7 +10,8 @@ split; the privacy noise is fresh in every fit):
 * ``plain``: the same declaration without scales, so the rule of docs/domains.md decides;
 * ``plain-reweight``: ``plain`` plus ``reweight_generated_rows=4000``;
 * ``plain-previous``: ``plain`` with DP-HP's training defaults before stop 33
-  (``PREVIOUS_DPHP_TRAINING``).
+  (``PREVIOUS_DPHP_TRAINING``);
+* ``plain-unsmoothed``: ``plain`` with ``category_smoothing=0``.
 
 ``--paired-noise`` draws the same privacy noise in every arm of a seed (``noise_seed``).
 
@@ -52,6 +53,8 @@ def declaration(arm):
         kwargs['reweight_generated_rows'] = 4000
     if arm == 'plain-previous':  # DP-HP's training defaults before stop 33
         kwargs.update(PREVIOUS_DPHP_TRAINING)
+    if arm == 'plain-unsmoothed':
+        kwargs['category_smoothing'] = 0.0
     return kwargs, bounds, categories
 
 
@@ -97,7 +100,7 @@ def main(argv=None):
     parser.add_argument('--out', required=True, help='CSV, appended after every fit')
     parser.add_argument('--arms', default='plain-linear,plain',
                         help='comma-separated arms to run (plain-linear, plain, plain-reweight, '
-                             'plain-previous)')
+                             'plain-previous, plain-unsmoothed)')
     parser.add_argument('--paired-noise', action='store_true',
                         help='noise_seed = 1000 + seed in every arm (paired noise, not fresh)')
     args = parser.parse_args(argv)

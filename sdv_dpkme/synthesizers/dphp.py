@@ -43,9 +43,9 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
             single values of integer columns over ~100 public values (an hour of a week, a year
             of age); it lifted TSTR ROC in paired runs on Adult, though the 3-seed protocol shows
             no clear difference (benchmarks/results/adult_ablation.md).
-        pair_weight=4, learning_rate_schedule='cosine', category_smoothing=0.01 and
-            steps='auto' up to 800 (``max_auto_steps``) here (the base class's 1, 'constant', 0
-            and 500 elsewhere): the generator was underfitting the releases it already has, most
+        pair_weight=4, learning_rate_schedule='cosine', category_smoothing='auto' and
+            steps='auto' up to 800 (``max_auto_steps``) here (DP-MERF's 1, 'constant', 0 and
+            500): the generator was underfitting the releases it already has, most
             of all the strongly associated pairs that SDMetrics' pair trends score
             (benchmarks/results/adult_plain.md, "Fitting the releases better").
     """
@@ -63,7 +63,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  noise_seed=None, domain=None, domain_budget_share=0.1,
                  marginal_length_scale=0.01, marginal_weight=1.0, pair_length_scale=0.1,
                  pair_weight=4.0, reweight_generated_rows=None, learning_rate_schedule='cosine',
-                 category_smoothing=0.01):
+                 category_smoothing='auto'):
         self._init_model(locals())
 
     def _check_parameters(self):

@@ -40,7 +40,10 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             category keeps at least a / K of every class (K categories), so none that the noise
             pushed to 0 in one class becomes impossible there (models such as naive Bayes trained
             on the output break on impossible values); the generator compensates for the mixture
-            on the categories above a / K. 0 gives the papers' generator.
+            on the categories above a / K. 0 gives the papers' generator. 'auto': 0.01 with a
+            target_column (the class-conditional releases are where the noise makes a category
+            impossible in one class), 0 without one (where it only adds noise: a label-like
+            column gets a / K random values).
         steps, batch_size: generator training steps and generated rows per step. 'auto' (the
             defaults) follows the number n of private rows, which is public: steps =
             min(``max_auto_steps``, max(200, n)) and batch_size = min(1024, max(256, n)), so
@@ -83,9 +86,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                 f'learning_rate_schedule must be one of {list(SCHEDULES)}, got {schedule!r}.'
             )
         smoothing = self.category_smoothing
-        if not (number(smoothing) and 0 <= smoothing < 1):
+        if smoothing != 'auto' and not (number(smoothing) and 0 <= smoothing < 1):
             raise SynthesizerInputError(
-                f'category_smoothing must be a number in [0, 1), got {smoothing!r}.'
+                f"category_smoothing must be 'auto' or a number in [0, 1), got {smoothing!r}."
             )
         pool = getattr(self, 'reweight_generated_rows', None)
         if pool is not None and not (number(pool) and int(pool) == pool and pool >= 2):
@@ -141,7 +144,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             tuple(self.generator_dims), self.numeric_noise,
                             resolve_device(self.device),
                             int(getattr(self, 'reweight_generated_rows', None) or 0),
-                            self.learning_rate_schedule, float(self.category_smoothing))
+                            self.learning_rate_schedule, self._category_smoothing())
+
+    def _category_smoothing(self):
+        """'auto': 0.01 for a class-conditional fit (a target_column), else 0."""
+        if self.category_smoothing == 'auto':
+            return 0.01 if self.target_column is not None else 0.0
+        return float(self.category_smoothing)
 
     def _fits_in_one_pass(self):
         return True  # every release is a sum over the rows (see engines.accumulate)

@@ -28,10 +28,12 @@ RELEASE_FIELDS = ('name', 'description', 'sensitivity', 'noise_multiplier', 'noi
 def _fit(cls, mode):
     spec = SYNTHESIZERS[cls]
     # the fixtures predate the default encoding rule (which puts income (0, 200000) on a log
-    # scale): declaring the old linear scale reproduces them, as any explicit setting wins
+    # scale) and DP-HP's stop-33 training defaults: declaring the old linear scale and the old
+    # training settings reproduces them, as any explicit setting wins
     synth = cls(make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
                 known_categories=CATEGORIES, target_column='label', random_state=3,
                 noise_seed=5, domain={'columns': {'income': {'scale': 'linear'}}},
+                pair_weight=1.0, learning_rate_schedule='constant', category_smoothing=0.0,
                 **spec['fast'], **spec['modes'][mode])
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
@@ -63,8 +65,10 @@ def test_same_release_plan_sigmas_and_fit_as_before_the_split(cls, mode):
     # later columns (the noise-floor readings) may be added; the old ones are unchanged
     assert [c for c in after.columns if c in before.columns] == list(before.columns)
     numeric = [c for c in before.columns if c != 'Step']
+    # float32 training drifts by a few 1e-6 after ~10 steps between CPUs (SIMD kernels sum in
+    # another order: 4.7e-6 on this machine at stop 33); any change of the fit moves it far more
     np.testing.assert_allclose(after[numeric].to_numpy(float), before[numeric].to_numpy(float),
-                               rtol=1e-6)
+                               rtol=1e-4)
 
 
 @pytest.mark.parametrize('cls, mode', KME, ids=[f'{c.__name__}-{m}' for c, m in KME])
