@@ -13,7 +13,8 @@ and evaluation as ``adult.py``.
         --pairs 10:0,12:2,200:0,201:1,202:2 --name dphp_example
 
 An arm is ``label=JSON`` of model kwargs; the key ``domain_scales`` instead sets the ``scale`` of
-columns in the bundled public domain. Writes ``results/adult_paired_<name>.csv`` (one row per
+columns in the bundled public domain. ``--domain plain [--target]`` declares Adult as the plain
+arms of ``adult.py`` do (bounds and categories only) instead of the bundled domain. Writes ``results/adult_paired_<name>.csv`` (one row per
 fit, appended as runs finish, ``--resume`` skips those done) and ``.md`` (paired table, means,
 wins against the first arm).
 """
@@ -70,14 +71,18 @@ def run_pair(task):
     domain = copy.deepcopy(domain)
     for column, scale in kwargs.pop('domain_scales', {}).items():
         domain.setdefault('columns', {}).setdefault(column, {})['scale'] = scale
+    if task['domain'] == 'bundled':
+        declaration = dict(domain=domain, target_column=adult.TARGET)
+    else:  # what a plain arm of adult.py declares (the scoring still uses the bundled domain)
+        declaration = adult._declaration(domain, task['domain'], target=task['target'])
     cls = getattr(sdv_dpkme, adult.METHODS[task['method']][3])
-    synth = cls(metadata, epsilon=task['epsilon'], delta=adult.DELTA, domain=domain,
-                target_column=adult.TARGET, random_state=task['rs'], noise_seed=task['ns'],
-                verbose=False, **kwargs)
+    synth = cls(metadata, epsilon=task['epsilon'], delta=adult.DELTA, random_state=task['rs'],
+                noise_seed=task['ns'], verbose=False, **declaration, **kwargs)
     row = {'arm': task['arm'], 'ns': task['ns'], 'rs': task['rs'], 'epsilon': task['epsilon']}
     table = adult._timed_fit_sample(synth, train, row)
     scores, _ = adult._scores(test, table, metadata, domain, None)
-    row.update({k: scores[k] for k in ('quality', 'tstr_roc_auc', 'tstr_pr_auc', 'eval_s')})
+    row.update({k: scores[k] for k in ('quality', 'column_shapes', 'column_pair_trends',
+                                        'tstr_roc_auc', 'tstr_pr_auc', 'tv_alpha3', 'eval_s')})
     # test-only noise seed: epsilon_spent is inf; the calibrated spend is what is compared
     row['epsilon_calibrated'] = float(synth.get_privacy_report().epsilon_calibrated)
     return row
@@ -102,7 +107,8 @@ def write_markdown(frame, arms, path, args):
         lines.append(f'| ({ns}, {rs}) | ' + ' | '.join(str(v) for v in values.fillna('–')) + ' |')
     means = frame.groupby('arm')[['tstr_roc_auc', 'tstr_pr_auc', 'quality', 'fit_s']].mean()
     base = order[0]
-    lines += ['', '| arm | fits | ROC | PR | quality | fit s | ROC wins vs first arm |',
+    lines += ['', f'Declaration: `--domain {args.domain}`' + (' --target' if args.target else ''),
+              '', '| arm | fits | ROC | PR | quality | fit s | ROC wins vs first arm |',
               '|---|---|---|---|---|---|---|']
     wide = frame.pivot_table(index=['ns', 'rs'], columns='arm', values='tstr_roc_auc')
     for label in order:
@@ -128,12 +134,18 @@ def main(argv=None):
     parser.add_argument('--pairs', default=DEFAULT_PAIRS, type=parse_pairs,
                         help='comma-separated noise_seed:random_state pairs')
     parser.add_argument('--epsilon', type=float, default=1.0)
+    parser.add_argument('--domain', default='bundled', choices=tuple(adult.DOMAIN_ARMS),
+                        help="what the synthesizer is told about Adult, as adult.py's --domain")
+    parser.add_argument('--target', action='store_true',
+                        help="a plain --domain also names target_column (as adult.py's --target)")
     parser.add_argument('--name', required=True, help='output file stem')
     parser.add_argument('--out', default=str(BENCH / 'results'))
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--resume', action='store_true')
     args = parser.parse_args(argv)
+    if args.domain != 'bundled' and any('domain_scales' in kwargs for _, kwargs in args.arm):
+        parser.error('domain_scales changes the bundled domain; use it with --domain bundled')
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +153,8 @@ def main(argv=None):
     done = pd.read_csv(csv_path) if args.resume and csv_path.exists() else pd.DataFrame()
     seen = set() if done.empty else set(zip(done.arm, done.ns, done.rs))
     tasks = [dict(method=args.method, arm=label, kwargs=kwargs, ns=ns, rs=rs,
-                  epsilon=args.epsilon, threads=args.threads)
+                  epsilon=args.epsilon, threads=args.threads, domain=args.domain,
+                  target=args.target)
              for ns, rs in args.pairs for label, kwargs in args.arm
              if (label, ns, rs) not in seen]
     print(f'{len(tasks)} fits to run ({len(seen)} done).', flush=True)

@@ -149,7 +149,6 @@ class TabularGenerator(nn.Module):
             out[inside[pick], everyone] = 1.0
         return out.T
 
-
     def _inside_weights(self, logits, columns):
         """Unnormalised probabilities of a categorical block's public categories (its buckets
         but the last), by row (columns x rows), as ``forward``'s smoothed softmax gives them."""

@@ -47,8 +47,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         steps, batch_size: generator training steps and generated rows per step. 'auto' (the
             defaults) follows the number n of private rows, which is public: steps =
             min(``max_auto_steps``, max(200, n)) and batch_size = min(1024, max(256, n)), so
-            500 x 1024 from 1,024 rows up (800 x 1024 for DP-HP). On small tables the targets are mostly noise; the 215-row table of
-            benchmarks/results/small_tables.md fits about 5x faster at no loss of quality.
+            500 x 1024 from 1,024 rows up (800 x 1024 for DP-HP). On small tables the targets
+            are mostly noise; the 215-row table of benchmarks/results/small_tables.md fits about
+            5x faster at no loss of quality.
         reweight_generated_rows: None (default) or R: after training, R rows per class are
             generated and weighted (Balog et al.'s reweighting, on the simplex) so that their
             embeddings come closest to the released ones; ``sample`` then draws from those
