@@ -14,9 +14,9 @@ and evaluation as ``adult.py``.
 
 An arm is ``label=JSON`` of model kwargs; the key ``domain_scales`` instead sets the ``scale`` of
 columns in the bundled public domain. ``--domain plain [--target]`` declares Adult as the plain
-arms of ``adult.py`` do (bounds and categories only) instead of the bundled domain. Writes ``results/adult_paired_<name>.csv`` (one row per
-fit, appended as runs finish, ``--resume`` skips those done) and ``.md`` (paired table, means,
-wins against the first arm).
+arms of ``adult.py`` do (bounds and categories only) instead of the bundled domain. Writes
+``results/adult_paired_<name>.csv`` (one row per fit, appended as runs finish, ``--resume`` skips
+those done) and ``.md`` (paired table, means, wins against the first arm).
 """
 
 import argparse

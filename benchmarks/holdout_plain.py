@@ -2,8 +2,8 @@
 
 UCI hypothyroid (3,163 rows; the public facts of ``workflow_hypothyroid.py``: categories and
 flags of ``hypothyroid.names``, round clinical caps for the lab values, which columns can be
-missing). Nothing here was tuned on this table. Two arms, paired on the seed (model seed and
-split; the privacy noise is fresh in every fit):
+missing). Nothing here was tuned on this table. Arms, paired on the seed (model seed and
+split; the privacy noise is fresh in every fit unless ``--paired-noise``):
 
 * ``plain-linear``: bounds, categories and nullable columns, every numerical column declared
   ``scale='linear'`` (what a plain declaration gave before the rule);

@@ -42,8 +42,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             on the output break on impossible values); the generator compensates for the mixture
             on the categories above a / K. 0 gives the papers' generator. 'auto': 0.01 with a
             target_column (the class-conditional releases are where the noise makes a category
-            impossible in one class), 0 without one (where it only adds noise: a label-like
-            column gets a / K random values).
+            impossible in one class), 0 without one (where it only adds noise: a share a of a
+            label-like column's values would be random).
         steps, batch_size: generator training steps and generated rows per step. 'auto' (the
             defaults) follows the number n of private rows, which is public: steps =
             min(``max_auto_steps``, max(200, n)) and batch_size = min(1024, max(256, n)), so
