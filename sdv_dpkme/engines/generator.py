@@ -31,6 +31,8 @@ class TabularGenerator(nn.Module):
     probabilities.
     """
 
+    category_smoothing = 0.0  # what generators pickled before the option get
+
     def __init__(self, blocks, n_columns, n_classes, latent_dim=32, hidden=(256, 256),
                  numeric_noise=0.0, category_smoothing=0.0):
         super().__init__()
@@ -64,7 +66,7 @@ class TabularGenerator(nn.Module):
         impossible values are what naive-Bayes-like models trained on the output break on. As
         training sees the same mixture, the generator lowers its own share of common categories to
         compensate; only categories truly below a / K are lifted."""
-        a = getattr(self, 'category_smoothing', 0.0)  # models saved before the option: 0
+        a = self.category_smoothing
         inside = probs.shape[-1] - 1
         if a <= 0 or inside < 1:
             return probs
@@ -152,17 +154,11 @@ class TabularGenerator(nn.Module):
     def _inside_weights(self, logits, columns):
         """Unnormalised probabilities of a categorical block's public categories (its buckets
         but the last), by row (columns x rows), as ``forward``'s smoothed softmax gives them."""
-        inside = np.asarray(columns[:-1])
-        part = logits[_rows(inside)]
-        a = getattr(self, 'category_smoothing', 0.0)
-        if a <= 0:
+        if self.category_smoothing <= 0:
+            part = logits[_rows(np.asarray(columns[:-1]))]
             return np.exp(part - part.max(axis=0))
-        full = logits[_rows(np.asarray(columns))]
-        top = full.max(axis=0)
-        weights = np.exp(part - top)
-        weights *= (1 - a) / np.exp(full - top).sum(axis=0)
-        weights += np.float32(a / len(inside))
-        return weights
+        full = torch.from_numpy(logits[_rows(np.asarray(columns))]).T
+        return self._smooth(torch.softmax(full, dim=1))[:, :-1].T.numpy().copy()
 
 
 def _rows(index):
@@ -311,7 +307,7 @@ def collapsed_classes(generator, classes, rows=512, spread=0.01, dominance=0.99)
         soft = generator(z, y.to(device), generator._numeric_noise(rows, gen, device)).cpu()
         flat = all(float(soft[:, col].std()) < spread for col in numeric)
         # the smoothed heads put at most 1 - a on one bucket
-        top = dominance * (1 - getattr(generator, 'category_smoothing', 0.0))
+        top = dominance * (1 - generator.category_smoothing)
         fixed = all(float(soft[:, g].mean(0).max()) > top for g in groups)
         if flat and fixed:
             out.append(int(c))

@@ -7,14 +7,8 @@ import pytest
 from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
-from tests.conftest import BOUNDS, CATEGORIES, SYNTHESIZERS, make_metadata, make_table
-
-
-def build(cls, **kwargs):
-    args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
-                random_state=0, **SYNTHESIZERS[cls]['fast'])
-    args.update(kwargs)
-    return cls(make_metadata(), **args)
+from tests.conftest import CATEGORIES, make_table
+from tests.synthesizers.test_contract import build
 
 
 @pytest.mark.parametrize('target,expected', [('label', 0.01), (None, 0.0)])
