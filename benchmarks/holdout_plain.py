@@ -11,7 +11,8 @@ split; the privacy noise is fresh in every fit unless ``--paired-noise``):
 * ``plain-reweight``: ``plain`` plus ``reweight_generated_rows=4000``;
 * ``plain-previous``: ``plain`` with DP-HP's training defaults before stop 33
   (``PREVIOUS_DPHP_TRAINING``);
-* ``plain-unsmoothed``: ``plain`` with ``category_smoothing=0``.
+* ``plain-unsmoothed``: ``plain`` with ``category_smoothing=0``;
+* ``plain-linked`` / ``plain-unlinked``: ``plain`` with ``category_links=True`` / ``False``.
 
 ``--paired-noise`` draws the same privacy noise in every arm of a seed (``noise_seed``).
 
@@ -55,6 +56,10 @@ def declaration(arm):
         kwargs.update(PREVIOUS_DPHP_TRAINING)
     if arm == 'plain-unsmoothed':
         kwargs['category_smoothing'] = 0.0
+    if arm == 'plain-unlinked':
+        kwargs['category_links'] = False
+    if arm == 'plain-linked':
+        kwargs['category_links'] = True
     return kwargs, bounds, categories
 
 
@@ -100,7 +105,7 @@ def main(argv=None):
     parser.add_argument('--out', required=True, help='CSV, appended after every fit')
     parser.add_argument('--arms', default='plain-linear,plain',
                         help='comma-separated arms to run (plain-linear, plain, plain-reweight, '
-                             'plain-previous, plain-unsmoothed)')
+                             'plain-previous, plain-unsmoothed, plain-unlinked, plain-linked)')
     parser.add_argument('--paired-noise', action='store_true',
                         help='noise_seed = 1000 + seed in every arm (paired noise, not fresh)')
     args = parser.parse_args(argv)

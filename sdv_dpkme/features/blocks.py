@@ -130,6 +130,8 @@ class BlockFeatureMap:
 class SumKernelMap(BlockFeatureMap):
     """Sum (mean) of per-column kernels."""
 
+    additive = True  # a sum over single columns (see ``TabularGenerator.training_rows``)
+
     @property
     def dim(self):
         return sum(self._block_dim(b) for b in self.blocks)

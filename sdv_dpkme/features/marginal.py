@@ -77,6 +77,7 @@ class FourierMarginalMap:
     """Mean of per-numeric-column Fourier-series kernels of length ``length_scale``; ||phi|| <= 1."""
 
     norm_bound = 1.0
+    additive = True  # a sum over single columns (see ``TabularGenerator.training_rows``)
 
     def __init__(self, blocks, length_scale=0.02, n_frequencies=None):
         numeric = [b for b in blocks if b.kind == 'numeric']

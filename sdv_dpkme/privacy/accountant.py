@@ -42,8 +42,12 @@ class BudgetExceededError(RuntimeError):
     """A release would spend more than the declared budget."""
 
 
+#: autodp's analytic Gaussian calibrator evaluates exp(epsilon), which overflows a float past ~709
+MAX_FINITE_EPSILON = 700.0
+
+
 def validate_budget(epsilon, delta):
-    """Raise ValueError unless 0 < epsilon < inf and 0 < delta < 1."""
+    """Raise ValueError unless 0 < epsilon <= MAX_FINITE_EPSILON (or inf) and 0 < delta < 1."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
         raise ValueError(f'epsilon must be a positive number, got {epsilon!r}.')
     if isinstance(delta, bool) or not isinstance(delta, (int, float)):
@@ -52,6 +56,12 @@ def validate_budget(epsilon, delta):
         raise ValueError(f'epsilon must be > 0, got {epsilon!r}. Smaller epsilon = more privacy.')
     if math.isinf(epsilon):
         return
+    if epsilon > MAX_FINITE_EPSILON:
+        raise ValueError(
+            f'epsilon={epsilon!r} is above {MAX_FINITE_EPSILON:g}, where the analytic Gaussian '
+            'calibration overflows (it evaluates exp(epsilon)); the noise there is negligible '
+            "anyway. For a non-private reference fit, pass epsilon=float('inf')."
+        )
     if not 0 < delta < 1:
         raise ValueError(
             f'delta must be in (0, 1), got {delta!r}; choose it well below 1/n, e.g. 1e-5.'

@@ -63,7 +63,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  noise_seed=None, domain=None, domain_budget_share=0.1,
                  marginal_length_scale=0.01, marginal_weight=1.0, pair_length_scale=0.1,
                  pair_weight=4.0, reweight_generated_rows=None, learning_rate_schedule='cosine',
-                 category_smoothing='auto'):
+                 category_smoothing='auto', category_links=False):
         self._init_model(locals())
 
     def _check_parameters(self):

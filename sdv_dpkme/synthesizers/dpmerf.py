@@ -50,7 +50,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
                  noise_seed=None, domain=None, domain_budget_share=0.1,
                  marginal_length_scale=0.02, marginal_weight=1.0, pair_length_scale=0.1,
                  pair_weight=1.0, reweight_generated_rows=None, learning_rate_schedule='constant',
-                 category_smoothing=0.0):
+                 category_smoothing=0.0, category_links=False):
         if releases not in ('single', 'minibatch'):
             raise SynthesizerInputError(
                 f"releases must be 'single' or 'minibatch', got {releases!r}."
@@ -74,7 +74,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         extra = self._shared_terms(blocks)
         model = kme.fit_minibatch(
             x, labels, blocks, target, columns, ledger, term, extra, self._shares(),
-            int(self.minibatch_size), self._training(len(x)), rng, self.verbose,
+            int(self.minibatch_size), self._training(len(x), blocks), rng, self.verbose,
         )
         self._warn_if_collapsed(model.collapsed_classes, target)
         return model, self._report_notes([term, *extra])

@@ -268,6 +268,7 @@ def test_output_dtypes_follow_the_declared_domain_not_the_private_frame(cls, tab
     (dict(epsilon=0), 'epsilon'),
     (dict(epsilon=-1), 'epsilon'),
     (dict(epsilon='1'), 'epsilon'),
+    (dict(epsilon=1e4), r"epsilon=float\('inf'\)"),  # autodp overflowed deep in the fit
     (dict(delta=1.0), 'delta'),
     (dict(delta=0), 'delta'),
     (dict(known_min_max_values={'age': (90, 18)}), 'low < high'),
@@ -300,6 +301,9 @@ def test_bad_arguments_get_clear_errors(cls, kwargs, match):
     (dict(category_smoothing=float('nan')), 'category_smoothing'),
     (dict(category_smoothing=True), 'category_smoothing'),
     (dict(category_smoothing='0.01'), 'category_smoothing'),
+    (dict(category_links=1), 'category_links'),
+    (dict(category_links='auto'), 'category_links'),
+    (dict(category_links=None), 'category_links'),
 ])
 def test_bad_kernel_term_arguments_get_clear_errors(kme_cls, kwargs, match):
     with pytest.raises(SynthesizerInputError, match=match):

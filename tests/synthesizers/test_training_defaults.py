@@ -1,12 +1,14 @@
-"""DP-HP's generator-training defaults of stop 33 (issue 16) and their resolution."""
+"""DP-HP's generator-training defaults (issue 16: stops 33 and 34) and their resolution."""
 
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+from sdv_dpkme.engines.kme import LINK_NOISE_LIMIT
 from tests.conftest import CATEGORIES, make_table
 from tests.synthesizers.test_contract import build
 
@@ -29,6 +31,27 @@ def test_dphp_and_dpmerf_training_defaults():
             merf.max_auto_steps) == (1.0, 'constant', 0.0, 500)
     explicit = build(DPHPSynthesizer, target_column='label', category_smoothing=0.0)
     assert explicit._category_smoothing() == 0.0
+    assert (hp.category_links, merf.category_links) == (False, False)
+
+
+@pytest.mark.parametrize('epsilon,linked', [(float('inf'), True), (1.0, False)])
+def test_links_cover_the_narrow_columns_where_the_pair_tables_resolve_them(epsilon, linked):
+    synth = build(DPHPSynthesizer, target_column='label', epsilon=epsilon, category_links=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table()})
+    gen = synth._model.generator
+    noise = synth._model.loss_values.attrs['pair_cell_noise']
+    # 240 rows at epsilon = 1: a pair cell's noise std is far above the limit
+    assert (noise <= LINK_NOISE_LIMIT) == linked
+    names = [b.name for b in gen.blocks if b.kind == 'categorical']
+    seen = {names[j] for j, parents in enumerate(gen._parents) if parents}
+    seen |= {names[i] for parents in gen._parents for i in parents}
+    narrow = {b.name for b in gen.blocks if b.kind == 'categorical'
+              and len(b.columns) <= DPHPSynthesizer.max_link_width}
+    assert len(narrow) > 1 and seen == (narrow if linked else set())
+    assert 'label' not in names  # the target is the class input, not a head
+    assert build(DPHPSynthesizer)._category_links(gen.blocks) == ()  # off by default
 
 
 def test_models_saved_before_the_options_keep_the_training_they_had():
@@ -37,4 +60,16 @@ def test_models_saved_before_the_options_keep_the_training_they_had():
     assert synth.learning_rate_schedule == 'constant'
     assert synth.category_smoothing == 0.0
     assert synth._category_smoothing() == 0.0
+    assert synth.category_links is False and not synth._model.generator._linked
     assert len(synth.sample(20)['t']) == 20
+
+
+def test_where_the_pair_tables_are_too_noisy_the_fit_is_the_unlinked_one():
+    tables = []
+    for links in (True, False):
+        synth = build(DPHPSynthesizer, target_column='label', noise_seed=4, category_links=links)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            synth.fit({'t': make_table()})
+        tables.append(synth.sample(100)['t'])
+    pd.testing.assert_frame_equal(*tables)
