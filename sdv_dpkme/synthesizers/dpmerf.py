@@ -76,6 +76,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
             x, labels, blocks, target, columns, ledger, term, extra, self._shares(),
             int(self.minibatch_size), self._training(len(x), blocks), rng, self.verbose,
         )
+        self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
         return model, self._report_notes([term, *extra])
 

@@ -168,8 +168,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             self._category_links(blocks))
 
     def _category_links(self, blocks):
-        """The categorical columns whose heads are linked: as the 'pairs' map, those at most
-        ``max_pair_width`` wide and, widest left out first, at most ``max_pair_features``
+        """The categorical columns whose heads may be linked: those at most ``max_link_width``
+        (and ``max_pair_width``) wide and, widest left out first, at most ``max_pair_features``
         weights (public widths only)."""
         if not self.category_links:
             return ()
@@ -190,8 +190,26 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         terms = self._kernel_terms(blocks, rng, self._steps(len(x))) + self._shared_terms(blocks)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
                         self._training(len(x), blocks), rng, self.verbose)
+        self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
         return model, self._report_notes(terms)
+
+    def _warn_if_unlinked(self, model, blocks):
+        """category_links=True that training could not apply: say why rather than stay silent."""
+        if not self.category_links or model.generator._linked:
+            return
+        noise = model.loss_values.attrs.get('pair_cell_noise')
+        if noise is None:
+            why = "there is no 'pairs' release to link by (pair_length_scale=None)"
+        elif noise > kme.LINK_NOISE_LIMIT:
+            why = (f"one cell of the 'pairs' release has a noise std of {noise:.3f}, above "
+                   f'{kme.LINK_NOISE_LIMIT} (links would fit that noise); more rows or a larger '
+                   'epsilon lower it')
+        else:
+            why = (f'fewer than two categorical columns are at most {self.max_link_width} '
+                   'buckets wide')
+        warnings.warn(f'category_links=True was not applied: {why}. The generator was trained '
+                      'with independent categorical heads.', UserWarning, stacklevel=4)
 
     def _warn_if_collapsed(self, collapsed, target):
         if not collapsed:

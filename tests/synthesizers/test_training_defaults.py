@@ -64,12 +64,23 @@ def test_models_saved_before_the_options_keep_the_training_they_had():
     assert len(synth.sample(20)['t']) == 20
 
 
-def test_where_the_pair_tables_are_too_noisy_the_fit_is_the_unlinked_one():
+def test_where_the_pair_tables_are_too_noisy_the_fit_is_the_unlinked_one_and_says_so():
     tables = []
     for links in (True, False):
         synth = build(DPHPSynthesizer, target_column='label', noise_seed=4, category_links=links)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
             synth.fit({'t': make_table()})
+        said = [str(w.message) for w in caught if 'category_links=True was not applied' in
+                str(w.message)]
+        assert len(said) == links and (not links or 'noise std' in said[0])
         tables.append(synth.sample(100)['t'])
     pd.testing.assert_frame_equal(*tables)
+
+
+def test_links_without_a_pairs_release_warn():
+    synth = build(DPHPSynthesizer, target_column='label', epsilon=float('inf'),
+                  category_links=True, pair_length_scale=None)
+    with pytest.warns(UserWarning, match="no 'pairs' release"):
+        synth.fit({'t': make_table()})
+    assert not synth._model.generator._linked
