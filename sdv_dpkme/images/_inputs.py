@@ -20,7 +20,7 @@ class ImageInputError(ValueError):
 
 def check_budget(epsilon, delta):
     try:
-        validate_budget(epsilon, delta)
+        validate_budget(epsilon, delta, calibrated=True)
     except ValueError as error:
         raise ImageInputError(str(error)) from None
 

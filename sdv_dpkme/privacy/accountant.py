@@ -46,8 +46,10 @@ class BudgetExceededError(RuntimeError):
 MAX_FINITE_EPSILON = 700.0
 
 
-def validate_budget(epsilon, delta):
-    """Raise ValueError unless 0 < epsilon <= MAX_FINITE_EPSILON (or inf) and 0 < delta < 1."""
+def validate_budget(epsilon, delta, calibrated=False):
+    """Raise ValueError unless 0 < epsilon <= inf and 0 < delta < 1; ``calibrated``: the budget
+    will calibrate noise, so a finite epsilon must also be at most MAX_FINITE_EPSILON (recording
+    and reporting releases works at any epsilon)."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
         raise ValueError(f'epsilon must be a positive number, got {epsilon!r}.')
     if isinstance(delta, bool) or not isinstance(delta, (int, float)):
@@ -56,7 +58,7 @@ def validate_budget(epsilon, delta):
         raise ValueError(f'epsilon must be > 0, got {epsilon!r}. Smaller epsilon = more privacy.')
     if math.isinf(epsilon):
         return
-    if epsilon > MAX_FINITE_EPSILON:
+    if calibrated and epsilon > MAX_FINITE_EPSILON:
         raise ValueError(
             f'epsilon={epsilon!r} is above {MAX_FINITE_EPSILON:g}, where the analytic Gaussian '
             'calibration overflows (it evaluates exp(epsilon)); the noise there is negligible '

@@ -105,7 +105,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
                  target_column=None, locales=('en_US',), random_state=None, device='auto',
                  verbose=True, noise_seed=None, domain=None, domain_budget_share=0.1):
         try:
-            validate_budget(epsilon, delta)
+            validate_budget(epsilon, delta, calibrated=True)
         except ValueError as err:
             raise SynthesizerInputError(str(err)) from None
         if not isinstance(metadata, Metadata):
