@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from sdv_dpkme.features import pair_blocks_within
+
 
 def resolve_device(device):
     if device in (None, 'auto'):
@@ -237,8 +239,6 @@ def linked_blocks(blocks, max_width, max_parameters):
     buckets wide, leaving out the widest while the links would hold more than
     ``max_parameters`` weights (sum over pairs of the two widths' product, as the 'pairs' map's
     features). Public widths only; () when fewer than two remain."""
-    from sdv_dpkme.features import pair_blocks_within
-
     categorical = [b for b in blocks if b.kind == 'categorical']
     kept, _ = pair_blocks_within(categorical, 1.0, max_parameters, max_width)
     return tuple(b.name for b in kept) if len(kept) > 1 else ()
