@@ -12,7 +12,9 @@ and evaluation as ``adult.py``.
         --arm 'linear-hours={"domain_scales": {"hours-per-week": "linear"}}' \
         --pairs 10:0,12:2,200:0,201:1,202:2 --name dphp_example
 
-An arm is ``label=JSON`` of model kwargs; the key ``domain_scales`` instead sets the ``scale`` of
+An arm is ``label=JSON`` of model kwargs (the key ``attributes``: {name: value} set on the
+synthesizer after construction, for class-level settings such as ``max_link_width``); the key
+``domain_scales`` instead sets the ``scale`` of
 columns in the bundled public domain. ``--domain plain [--target]`` declares Adult as the plain
 arms of ``adult.py`` do (bounds and categories only) instead of the bundled domain. Writes
 ``results/adult_paired_<name>.csv`` (one row per fit, appended as runs finish, ``--resume`` skips
@@ -76,8 +78,11 @@ def run_pair(task):
     else:  # what a plain arm of adult.py declares (the scoring still uses the bundled domain)
         declaration = adult._declaration(domain, task['domain'], target=task['target'])
     cls = getattr(sdv_dpkme, adult.METHODS[task['method']][3])
+    attributes = kwargs.pop('attributes', {})
     synth = cls(metadata, epsilon=task['epsilon'], delta=adult.DELTA, random_state=task['rs'],
                 noise_seed=task['ns'], verbose=False, **declaration, **kwargs)
+    for name, value in attributes.items():  # class-level settings, e.g. max_link_width
+        setattr(synth, name, value)
     row = {'arm': task['arm'], 'ns': task['ns'], 'rs': task['rs'], 'epsilon': task['epsilon']}
     table = adult._timed_fit_sample(synth, train, row)
     scores, _ = adult._scores(test, table, metadata, domain, None)

@@ -218,8 +218,13 @@ def _fit_dphp(task, train, metadata, domain, row):
     from sdv_dpkme import DPHPSynthesizer
 
     declaration = adult._declaration(domain, 'plain', target=True)
+    extra = json.loads(task.get('dphp_kwargs') or '{}')
+    attributes = extra.pop('attributes', {})
     synth = DPHPSynthesizer(metadata, epsilon=EPSILON, delta=DELTA, random_state=task['seed'],
-                            verbose=False, **declaration)
+                            verbose=False, **declaration, **extra)
+    for name, value in attributes.items():  # class-level settings, e.g. max_link_width
+        setattr(synth, name, value)
+    row['dphp_kwargs'] = task.get('dphp_kwargs')
     caught = []
     with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter('always')
@@ -231,6 +236,10 @@ def _fit_dphp(task, train, metadata, domain, row):
         row['sample_s'] = time.perf_counter() - start
         caught = list(log)
     table = table[TABLE] if isinstance(table, dict) else table
+    gen = synth._model.generator
+    heads = [b.name for b in gen.blocks if b.kind == 'categorical']
+    row['link_parents'] = {heads[j]: [heads[i] for i in ps]
+                           for j, ps in enumerate(getattr(gen, '_parents', [])) if ps}
     row['peak_mb'] = adult._vm_hwm_mb()  # imports + data + fit + sample
     seen = {}
     for w in caught:
@@ -665,6 +674,10 @@ def parse_args(argv=None):
                         help='run DP-HP on the sdv_dpkme of this git commit (e.g. HEAD), extracted '
                              'with git archive to a temp folder, instead of the working tree '
                              '(which may be edited while the benchmark runs)')
+    parser.add_argument('--dphp-kwargs', default=None,
+                        help='JSON of extra DPHPSynthesizer kwargs (key "attributes": {name: '
+                             'value} set on the synthesizer after construction); use its own '
+                             '--out, as --resume and the report do not key on it')
     parser.add_argument('--smartnoise-python', default=str(adult.SMARTNOISE_PYTHON))
     parser.add_argument('--smartnoise-timeout', type=int, default=SMARTNOISE_TIMEOUT_S)
     args = parser.parse_args(argv)
@@ -697,7 +710,7 @@ def main(argv=None):
         base = dict(train_rows=rows if rows < full_rows else 0, classifiers=args.classifier_list,
                     alphas=() if args.no_tv else ALPHAS, package_dir=package_dir,
                     smartnoise_python=args.smartnoise_python,
-                    smartnoise_timeout=args.smartnoise_timeout)
+                    smartnoise_timeout=args.smartnoise_timeout, dphp_kwargs=args.dphp_kwargs)
         if not args.no_reference:
             tasks.append(dict(base, method=REFERENCE, seed=None))
         for seed in args.seed_list:  # paired: both methods of a seed before the next seed

@@ -30,8 +30,9 @@ class TabularGenerator(nn.Module):
     probability, categorical = softmax over its buckets, mixed with ``category_smoothing`` of a
     uniform draw over the column's public categories (see ``_smooth``). ``forward`` returns the
     relaxed row used for training; ``sample`` draws nulls and categories from the same
-    probabilities. With ``category_links`` (names of categorical blocks), each linked head also
-    sees the categories drawn in the linked heads before it (``_linked_heads``).
+    probabilities. With ``category_links`` (names of categorical blocks, or {name: parent names}),
+    each linked head also sees the categories drawn in the (named) linked heads before it
+    (``_linked_heads``).
     """
 
     category_smoothing = 0.0  # what generators pickled before the option get
@@ -61,10 +62,8 @@ class TabularGenerator(nn.Module):
         self.register_buffer('_perm', torch.tensor(order, dtype=torch.long), persistent=False)
         self.register_buffer('_inverse', torch.argsort(self._perm), persistent=False)
         self._group_sizes = [len(self._sigmoid_cols)] + [len(g) for g in self._softmax_groups]
-        # _parents[j]: the earlier linked heads that head j sees (none when j is not linked)
-        linked = [b.name in set(category_links) for b in self.blocks if b.kind == 'categorical']
-        self._parents = [[i for i in range(j) if linked[i]] if linked[j] else []
-                         for j in range(len(linked))]
+        self._parents = _head_parents([b for b in self.blocks if b.kind == 'categorical'],
+                                      category_links)
         sizes = [len(g) for g in self._softmax_groups]
         self.links = nn.ParameterList([
             nn.Parameter(torch.zeros(sizes[j], sum(sizes[i] for i in parents)))
@@ -242,6 +241,19 @@ def linked_blocks(blocks, max_width, max_parameters):
     categorical = [b for b in blocks if b.kind == 'categorical']
     kept, _ = pair_blocks_within(categorical, 1.0, max_parameters, max_width)
     return tuple(b.name for b in kept) if len(kept) > 1 else ()
+
+
+def _head_parents(heads, links):
+    """_parents[j]: the indices of the earlier heads that head j sees. ``links``: names (each
+    named head sees every earlier named head) or {name: names of its parents}."""
+    index = {b.name: j for j, b in enumerate(heads)}
+    if isinstance(links, dict):
+        parents = [sorted(index[p] for p in links.get(b.name, ())) for b in heads]
+        if any(i >= j for j, ps in enumerate(parents) for i in ps):
+            raise ValueError('a linked head can only see heads drawn before it (layout order)')
+        return parents
+    linked = [b.name in set(links) for b in heads]
+    return [[i for i in range(j) if linked[i]] if linked[j] else [] for j in range(len(heads))]
 
 
 def _rows(index):

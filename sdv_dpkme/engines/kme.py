@@ -29,6 +29,7 @@ from sdv_dpkme.engines.generator import (
     collapsed_classes,
     train_generator,
 )
+from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO, choose_parents, pair_scores
 from sdv_dpkme.features import PairwiseKernelMap
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 
@@ -62,6 +63,8 @@ class Training:
     schedule: str = 'constant'  # learning-rate schedule (``generator.SCHEDULES``)
     category_smoothing: float = 0.0  # share of uniform draws in categorical heads
     category_links: tuple = ()  # names of the categorical blocks whose heads see earlier draws
+    max_link_parents: int = None  # None: every earlier linked head; k: the k chosen by the pairs
+    link_signal_ratio: float = MIN_SIGNAL_RATIO  # a chosen pair's association / noise energy
 
 
 def plan_releases(terms, shares, has_target):
@@ -208,7 +211,8 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
 #: used only while one cell's noise std (in probability units, root mean square over the
 #: trained classes) is at most this. At epsilon = 1: Adult (39,073 rows) 0.010, where links
 #: helped; the 2,530-row hypothyroid table 0.098, where they lost 0.065 of SDMetrics quality.
-#: A necessary condition only: on Census (0.022, 40 columns) links pass it and still lost 0.06
+#: Which pairs to link is then chosen pair by pair (``link_structure``): linking every narrow
+#: pair passed this test on Census (0.022, 40 columns) and still lost 0.06
 LINK_NOISE_LIMIT = 0.03
 
 
@@ -223,6 +227,17 @@ def pair_cell_noise(objectives, classes):
     return None
 
 
+def selected_links(objectives, weights, names, max_parents, min_ratio=MIN_SIGNAL_RATIO):
+    """({child: parents}, scores): each of the candidate heads ``names`` linked to at most
+    ``max_parents`` earlier ones, chosen on the released 'pairs' tables (``link_structure``)."""
+    pairs = next(o for o in objectives if isinstance(o.feature_map, PairwiseKernelMap))
+    fmap = pairs.feature_map
+    names = [b.name for b in fmap.blocks if b.name in set(names)]  # in the map: layout order
+    cell_noise = pairs.noise_std * fmap.n_pairs ** 0.5
+    scores = pair_scores(fmap, pairs.target, cell_noise, weights, names)
+    return choose_parents(scores, names, max_parents, min_ratio), scores
+
+
 def train(blocks, columns, target, weights, objectives, training, rng, verbose):
     """Train a fresh generator against the objectives (post-processing of the releases).
     ``training.category_links`` apply only where the pair tables resolve what they fit
@@ -230,6 +245,10 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
     n_classes = 1 if target is None else target.width
     noise = pair_cell_noise(objectives, np.flatnonzero(weights > 0))
     links = training.category_links if noise is not None and noise <= LINK_NOISE_LIMIT else ()
+    scores = None
+    if links and training.max_link_parents:
+        links, scores = selected_links(objectives, weights, links, training.max_link_parents,
+                                       training.link_signal_ratio)
     with torch.random.fork_rng(devices=[]):  # seed the initial weights, not the user's RNG
         torch.manual_seed(int(torch.randint(2**62, (1,), generator=rng)))
         generator = TabularGenerator(
@@ -243,6 +262,7 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
     )
     collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
     history.attrs['pair_cell_noise'] = noise
+    history.attrs['link_scores'] = scores
     model = KMEModel(generator, columns, target, weights, history, collapsed)
     if training.reweight_rows:
         model.pools = reweighted_pools(model, objectives, training.reweight_rows, rng, verbose)

@@ -78,6 +78,7 @@ class PairwiseKernelMap:
         for w in widths[:-1]:
             offsets.append(offsets[-1] + w)
         self._total = sum(widths)
+        self._spans = {b.name: (o, w) for b, o, w in zip(blocks, offsets, widths)}
         self.n_pairs = len(blocks) * (len(blocks) - 1) // 2
         # flat positions, in the second-moment matrix, of the i < j blocks (row-major per pair)
         rows, cols = [], []
@@ -127,6 +128,20 @@ class PairwiseKernelMap:
         m = m.reshape(self._total, self._total, -1)
         out = torch.einsum('nw,wvk,nv->nk', feats, m, feats) / math.sqrt(self.n_pairs)
         return out.reshape(len(x)) if target.dim() == 1 else out
+
+    def joint_tables(self, target, first, second):
+        """The (C, w_first, w_second) pair block of ``target`` (C, dim) for the columns named
+        ``first`` and ``second``, in the units of psi_first (outer) psi_second: for two
+        categorical columns, their joint frequencies per class (noisy as released)."""
+        names = [b.name for b in self.blocks]
+        swap = names.index(first) > names.index(second)
+        (oa, wa), (ob, wb) = (self._spans[second], self._spans[first]) if swap else \
+            (self._spans[first], self._spans[second])
+        m = target.new_zeros(len(target), self._total * self._total)
+        m[:, self._index(target.device)] = target
+        block = m.reshape(len(target), self._total, self._total)[:, oa:oa + wa, ob:ob + wb]
+        block = block * math.sqrt(self.n_pairs)
+        return block.transpose(1, 2) if swap else block
 
     def _pair_sq_norms(self, sq):
         """||phi||^2 = sum_{i<j} |psi_i|^2 |psi_j|^2 / P."""

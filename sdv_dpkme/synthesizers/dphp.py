@@ -48,6 +48,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
             500): the generator was underfitting the releases it already has, most
             of all the strongly associated pairs that SDMetrics' pair trends score
             (benchmarks/results/adult_plain.md, "Fitting the releases better").
+        category_links='auto' here (DP-MERF's False): see the base class.
     """
 
     max_auto_steps = 800
@@ -63,7 +64,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
                  noise_seed=None, domain=None, domain_budget_share=0.1,
                  marginal_length_scale=0.01, marginal_weight=1.0, pair_length_scale=0.1,
                  pair_weight=4.0, reweight_generated_rows=None, learning_rate_schedule='cosine',
-                 category_smoothing='auto', category_links=False):
+                 category_smoothing='auto', category_links='auto'):
         self._init_model(locals())
 
     def _check_parameters(self):

@@ -44,19 +44,22 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             target_column (the class-conditional releases are where the noise makes a category
             impossible in one class), 0 without one (where it only adds noise: a share a of a
             label-like column's values would be random).
-        category_links: False (default): the papers' generator, every categorical column drawn
-            independently given the latent noise. True (experimental): each categorical head also
-            sees, through a learned linear map, the categories already drawn in the row's earlier
-            categorical columns (layout order), so one-to-one and strongly associated pairs
-            (education x educational-num) are carried instead of blurred; training draws the
-            categories and passes gradients straight through. Only columns at most
-            ``max_link_width`` (32) buckets wide are linked, at most ``max_pair_features``
-            weights, and only while one cell of the 'pairs' release has a noise std of at most
-            ``engines.kme.LINK_NOISE_LIMIT`` (0.03), else the heads stay independent. Training
-            only (public widths, sigma, n, released class weights): no extra epsilon. Measured
-            (benchmarks/results/adult_plain.md, "Linked categorical heads"): on Adult at
-            epsilon = 1, SDMetrics quality 0.949 -> 0.964; on Census (40 columns) 0.940 -> 0.879
-            (the links fit the noise of many weak pairs and column shapes fell), hence off.
+        category_links: whether categorical heads see the categories already drawn for the
+            row. False: the papers' generator, every categorical column drawn independently
+            given the latent noise. 'auto' (DP-HP's default) or True: each categorical head at
+            most ``max_link_width`` (64) buckets wide may see, through a learned linear map, the
+            categories drawn in at most ``max_link_parents`` (2) earlier such heads (layout
+            order), so one-to-one and strongly associated pairs (education x educational-num)
+            are carried instead of blurred; training draws the categories and passes gradients
+            straight through. The parents are chosen on the released 'pairs' tables: the
+            earlier heads with the largest association energy, among those where it is at
+            least the noise energy of the pair's cells (``engines.link_structure``). No head is
+            linked while one cell of the 'pairs' release has a noise std above
+            ``engines.kme.LINK_NOISE_LIMIT`` (0.03) or without that release; True then warns,
+            'auto' stays silent. Post-processing of the releases (public widths, sigma, n,
+            released class weights): no extra epsilon. Measured
+            (benchmarks/results/adult_plain.md, "Linked heads on chosen parents"): on Adult at
+            epsilon = 1, SDMetrics quality 0.949 -> 0.966 (paired, 3 of 3).
         steps, batch_size: generator training steps and generated rows per step. 'auto' (the
             defaults) follows the number n of private rows, which is public: steps =
             min(``max_auto_steps``, max(200, n)) and batch_size = min(1024, max(256, n)), so
@@ -82,7 +85,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     #: categories)
     max_pair_width = 512
     #: categorical columns wider than this are not linked (``category_links``)
-    max_link_width = 32
+    max_link_width = 64
+    #: each linked head sees at most this many earlier heads, chosen on the released pair tables
+    #: (None: every earlier linked head)
+    max_link_parents = 2
+    #: a pair is linked only where its association energy is at least this multiple of the
+    #: noise energy of its cells
+    link_signal_ratio = kme.MIN_SIGNAL_RATIO
 
     def _check_parameters(self):
         def number(value):
@@ -106,9 +115,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             raise SynthesizerInputError(
                 f"category_smoothing must be 'auto' or a number in [0, 1), got {smoothing!r}."
             )
-        if not isinstance(self.category_links, bool):
+        if not (isinstance(self.category_links, bool) or self.category_links == 'auto'):
             raise SynthesizerInputError(
-                f'category_links must be True or False, got {self.category_links!r}.'
+                f"category_links must be 'auto', True or False, got {self.category_links!r}."
             )
         pool = getattr(self, 'reweight_generated_rows', None)
         if pool is not None and not (number(pool) and int(pool) == pool and pool >= 2):
@@ -165,7 +174,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             resolve_device(self.device),
                             int(getattr(self, 'reweight_generated_rows', None) or 0),
                             self.learning_rate_schedule, self._category_smoothing(),
-                            self._category_links(blocks))
+                            self._category_links(blocks), self.max_link_parents,
+                            self.link_signal_ratio)
 
     def _category_links(self, blocks):
         """The categorical columns whose heads may be linked: those at most ``max_link_width``
@@ -195,8 +205,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         return model, self._report_notes(terms)
 
     def _warn_if_unlinked(self, model, blocks):
-        """category_links=True that training could not apply: say why rather than stay silent."""
-        if not self.category_links or model.generator._linked:
+        """category_links=True that training could not apply: say why rather than stay silent
+        ('auto' asks for links only where they apply)."""
+        if self.category_links is not True or model.generator._linked:
             return
         noise = model.loss_values.attrs.get('pair_cell_noise')
         if noise is None:
@@ -205,9 +216,12 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             why = (f"one cell of the 'pairs' release has a noise std of {noise:.3f}, above "
                    f'{kme.LINK_NOISE_LIMIT} (links would fit that noise); more rows or a larger '
                    'epsilon lower it')
-        else:
+        elif len(self._category_links(blocks)) < 2:
             why = (f'fewer than two categorical columns are at most {self.max_link_width} '
                    'buckets wide')
+        else:
+            why = ("no pair of those columns is associated above the noise of its cells in "
+                   "the released 'pairs' tables")
         warnings.warn(f'category_links=True was not applied: {why}. The generator was trained '
                       'with independent categorical heads.', UserWarning, stacklevel=4)
 

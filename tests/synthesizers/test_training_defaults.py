@@ -9,6 +9,7 @@ from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
 from sdv_dpkme.engines.kme import LINK_NOISE_LIMIT
+from sdv_dpkme.engines.link_structure import choose_parents
 from tests.conftest import CATEGORIES, make_table
 from tests.synthesizers.test_contract import build
 
@@ -31,27 +32,41 @@ def test_dphp_and_dpmerf_training_defaults():
             merf.max_auto_steps) == (1.0, 'constant', 0.0, 500)
     explicit = build(DPHPSynthesizer, target_column='label', category_smoothing=0.0)
     assert explicit._category_smoothing() == 0.0
-    assert (hp.category_links, merf.category_links) == (False, False)
+    assert (hp.category_links, merf.category_links) == ('auto', False)
 
 
 @pytest.mark.parametrize('epsilon,linked', [(float('inf'), True), (1.0, False)])
-def test_links_cover_the_narrow_columns_where_the_pair_tables_resolve_them(epsilon, linked):
+def test_links_follow_the_parents_chosen_on_the_released_pair_tables(epsilon, linked):
     synth = build(DPHPSynthesizer, target_column='label', epsilon=epsilon, category_links=True)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
     gen = synth._model.generator
-    noise = synth._model.loss_values.attrs['pair_cell_noise']
+    history = synth._model.loss_values
     # 240 rows at epsilon = 1: a pair cell's noise std is far above the limit
-    assert (noise <= LINK_NOISE_LIMIT) == linked
+    assert (history.attrs['pair_cell_noise'] <= LINK_NOISE_LIMIT) == linked
     names = [b.name for b in gen.blocks if b.kind == 'categorical']
-    seen = {names[j] for j, parents in enumerate(gen._parents) if parents}
-    seen |= {names[i] for parents in gen._parents for i in parents}
+    parents = {names[j]: tuple(names[i] for i in ps) for j, ps in enumerate(gen._parents) if ps}
     narrow = {b.name for b in gen.blocks if b.kind == 'categorical'
               and len(b.columns) <= DPHPSynthesizer.max_link_width}
-    assert len(narrow) > 1 and seen == (narrow if linked else set())
     assert 'label' not in names  # the target is the class input, not a head
-    assert build(DPHPSynthesizer)._category_links(gen.blocks) == ()  # off by default
+    if not linked:
+        assert parents == {} and history.attrs['link_scores'] is None
+        return
+    scores = history.attrs['link_scores']
+    assert set(scores.child) | set(scores.parent) == narrow and len(narrow) > 1
+    assert parents and parents == choose_parents(scores, names, DPHPSynthesizer.max_link_parents)
+    assert all(len(p) <= DPHPSynthesizer.max_link_parents for p in parents.values())
+    assert build(DPHPSynthesizer, category_links=False)._category_links(gen.blocks) == ()
+
+
+def test_auto_links_stay_silent_where_they_do_not_apply():
+    synth = build(DPHPSynthesizer, target_column='label', noise_seed=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        synth.fit({'t': make_table()})
+    assert synth.category_links == 'auto' and not synth._model.generator._linked
+    assert not [w for w in caught if 'category_links' in str(w.message)]
 
 
 def test_models_saved_before_the_options_keep_the_training_they_had():

@@ -1,0 +1,57 @@
+"""Which categorical heads to link, read from the released pair tables (post-processing).
+
+A linked head fits the released joint table of its pair cell by cell, noise included; an unlinked
+one can only blur it. Per candidate pair (a, b), from T = sum_c w_c T_c, the released class-
+conditional joint tables T_c pooled with the released class weights w_c (cells = w_a x w_b,
+each with noise variance s^2 = sum_c w_c^2 s_c^2, public), its marginals r, q:
+
+  signal = ||T - r q^T||^2 - cells s^2 (1 + |r|^2 + |q|^2)   (association energy, debiased)
+  noise  = cells s^2                                        (what fitting every cell adds)
+
+(the marginals' own noise adds about cells s^2 (|r|^2 + |q|^2) to the first term). The tables
+are pooled over classes because a rare class's table is mostly noise. Each head links to at
+most ``max_parents`` earlier heads (layout order: the order they are drawn in), the ones with the
+largest signal among those whose signal is at least ``min_ratio`` x their noise. Nothing here
+reads a private row: only the releases, their public noise and the layout.
+"""
+
+import numpy as np
+import pandas as pd
+import torch
+
+#: a pair is linked only where its association energy is at least this multiple of the noise
+#: energy its cells add
+MIN_SIGNAL_RATIO = 1.0
+
+
+def pair_scores(pair_map, target, cell_noise, class_weights, names):
+    """DataFrame (child, parent, signal, noise) over every pair of ``names`` (the candidate
+    categorical blocks, layout order), parent before child. ``target`` (C, dim): the released
+    'pairs' means per class; ``cell_noise`` (C,): one cell's noise std per class;
+    ``class_weights`` (C,): released (0 for classes not trained)."""
+    weights = np.asarray(class_weights, dtype=float)
+    w = torch.as_tensor(weights / weights.sum(), dtype=torch.float64)
+    s2 = float((w ** 2 * cell_noise.double() ** 2).sum())
+    pooled = (w @ target.double())[None]
+    rows = []
+    for j, child in enumerate(names):
+        for parent in names[:j]:
+            table = pair_map.joint_tables(pooled, parent, child)[0]
+            r, q = table.sum(1).clamp(min=0), table.sum(0).clamp(min=0)
+            noise = table.numel() * s2
+            energy = float(((table - r[:, None] * q[None, :]) ** 2).sum())
+            signal = energy - noise * (1 + float(r @ r) + float(q @ q))
+            rows.append((child, parent, signal, noise))
+    return pd.DataFrame(rows, columns=['child', 'parent', 'signal', 'noise'])
+
+
+def choose_parents(scores, names, max_parents, min_ratio=MIN_SIGNAL_RATIO):
+    """{child: parents} from ``pair_scores``: up to ``max_parents`` earlier heads each, the
+    strongest with signal >= min_ratio x noise (and > 0); children without any are left out."""
+    keep = scores[(scores.signal > 0) & (scores.signal >= min_ratio * scores.noise)]
+    parents = {}
+    for child in names:
+        best = keep[keep.child == child].nlargest(max_parents, 'signal')
+        if len(best):
+            parents[child] = tuple(p for p in names if p in set(best.parent))
+    return parents
