@@ -115,7 +115,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             raise SynthesizerInputError(
                 f"category_smoothing must be 'auto' or a number in [0, 1), got {smoothing!r}."
             )
-        if not (isinstance(self.category_links, bool) or self.category_links == 'auto'):
+        links = self.category_links
+        if not (isinstance(links, bool) or (isinstance(links, str) and links == 'auto')):
             raise SynthesizerInputError(
                 f"category_links must be 'auto', True or False, got {self.category_links!r}."
             )

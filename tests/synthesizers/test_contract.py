@@ -303,6 +303,7 @@ def test_bad_arguments_get_clear_errors(cls, kwargs, match):
     (dict(category_smoothing='0.01'), 'category_smoothing'),
     (dict(category_links=1), 'category_links'),
     (dict(category_links='yes'), 'category_links'),
+    (dict(category_links=[True]), 'category_links'),
     (dict(category_links=None), 'category_links'),
 ])
 def test_bad_kernel_term_arguments_get_clear_errors(kme_cls, kwargs, match):
