@@ -33,15 +33,15 @@ def pair_scores(pair_map, target, cell_noise, class_weights, names):
     w = torch.as_tensor(weights / weights.sum(), dtype=torch.float64)
     s2 = float((w ** 2 * cell_noise.double() ** 2).sum())
     pooled = (w @ target.double())[None]
+    pairs = [(parent, child) for j, child in enumerate(names) for parent in names[:j]]
     rows = []
-    for j, child in enumerate(names):
-        for parent in names[:j]:
-            table = pair_map.joint_tables(pooled, parent, child)[0]
-            r, q = table.sum(1).clamp(min=0), table.sum(0).clamp(min=0)
-            noise = table.numel() * s2
-            energy = float(((table - r[:, None] * q[None, :]) ** 2).sum())
-            signal = energy - noise * (1 + float(r @ r) + float(q @ q))
-            rows.append((child, parent, signal, noise))
+    for (parent, child), tables in pair_map.joint_tables(pooled, pairs).items():
+        table = tables[0]
+        r, q = table.sum(1).clamp(min=0), table.sum(0).clamp(min=0)
+        noise = table.numel() * s2
+        energy = float(((table - r[:, None] * q[None, :]) ** 2).sum())
+        signal = energy - noise * (1 + float(r @ r) + float(q @ q))
+        rows.append((child, parent, signal, noise))
     return pd.DataFrame(rows, columns=['child', 'parent', 'signal', 'noise'])
 
 

@@ -129,19 +129,23 @@ class PairwiseKernelMap:
         out = torch.einsum('nw,wvk,nv->nk', feats, m, feats) / math.sqrt(self.n_pairs)
         return out.reshape(len(x)) if target.dim() == 1 else out
 
-    def joint_tables(self, target, first, second):
-        """The (C, w_first, w_second) pair block of ``target`` (C, dim) for the columns named
-        ``first`` and ``second``, in the units of psi_first (outer) psi_second: for two
-        categorical columns, their joint frequencies per class (noisy as released)."""
-        names = [b.name for b in self.blocks]
-        swap = names.index(first) > names.index(second)
-        (oa, wa), (ob, wb) = (self._spans[second], self._spans[first]) if swap else \
-            (self._spans[first], self._spans[second])
+    def joint_tables(self, target, pairs):
+        """{(first, second): the (C, w_first, w_second) block of ``target`` (C, dim)} for the
+        column-name pairs ``pairs``, in the units of psi_first (outer) psi_second: for two
+        categorical columns, their joint frequencies per class (noisy as released). The
+        second-moment matrix is laid out once for all pairs."""
         m = target.new_zeros(len(target), self._total * self._total)
-        m[:, self._index(target.device)] = target
-        block = m.reshape(len(target), self._total, self._total)[:, oa:oa + wa, ob:ob + wb]
-        block = block * math.sqrt(self.n_pairs)
-        return block.transpose(1, 2) if swap else block
+        m[:, self._index(target.device)] = target * math.sqrt(self.n_pairs)
+        m = m.reshape(len(target), self._total, self._total)
+        order = {b.name: i for i, b in enumerate(self.blocks)}
+        out = {}
+        for first, second in pairs:
+            swap = order[first] > order[second]
+            (oa, wa), (ob, wb) = (self._spans[second], self._spans[first]) if swap else \
+                (self._spans[first], self._spans[second])
+            block = m[:, oa:oa + wa, ob:ob + wb]
+            out[first, second] = block.transpose(1, 2) if swap else block
+        return out
 
     def _pair_sq_norms(self, sq):
         """||phi||^2 = sum_{i<j} |psi_i|^2 |psi_j|^2 / P."""

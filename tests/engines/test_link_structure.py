@@ -44,14 +44,15 @@ def test_joint_tables_are_the_class_joint_frequencies_in_either_order():
     x = table(2000)
     labels = np.arange(2000) % 2
     fmap, target, _ = released(x, labels, 2)
-    ab = fmap.joint_tables(target, 'a', 'b')
+    tables = fmap.joint_tables(target, [('a', 'b'), ('b', 'a'), ('c', 'x')])
+    ab = tables['a', 'b']
     assert ab.shape == (2, 5, 5)
     for c in range(2):
         rows = x[labels == c]
         expected = rows[:, 0:5].T @ rows[:, 10:15] / len(rows)
         torch.testing.assert_close(ab[c], expected)
-    torch.testing.assert_close(fmap.joint_tables(target, 'b', 'a'), ab.transpose(1, 2))
-    assert fmap.joint_tables(target, 'c', 'x').shape[1] == 4  # c before x: c's rows
+    torch.testing.assert_close(tables['b', 'a'], ab.transpose(1, 2))
+    assert tables['c', 'x'].shape[1] == 4  # c before x: c's rows
 
 
 def test_the_one_to_one_pair_is_linked_and_the_independent_column_is_not():
