@@ -240,6 +240,7 @@ def _fit_dphp(task, train, metadata, domain, row):
     heads = [b.name for b in gen.blocks if b.kind == 'categorical']
     row['link_parents'] = {heads[j]: [heads[i] for i in ps]
                            for j, ps in enumerate(getattr(gen, '_parents', [])) if ps}
+    row['selected_pairs'] = synth._model.loss_values.attrs.get('selected_pairs')
     row['peak_mb'] = adult._vm_hwm_mb()  # imports + data + fit + sample
     seen = {}
     for w in caught:

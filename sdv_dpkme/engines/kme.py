@@ -5,6 +5,8 @@ Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3)
   2. class proportions w = counts / n + N(0, (sigma sqrt(2)/n)^2) (only with a target);
   3. one pass over the private rows: M_k = (1/n) sum_i phi_k(x_i) y_i^T for every kernel term k;
   4. releases M_k + N(0, (sigma_k 2/n)^2) (sensitivity 2/n because ||phi_k|| <= 1);
+     optionally (``PairSelection``) the few categorical pairs most associated in the 'pairs'
+     release are released again from the same pass, with their own share (step 4b);
   5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
      rows are never touched again.
 Minibatch mode (DP-MERF's multi-release variant) replaces 3-4 for one term by one subsampled
@@ -29,7 +31,12 @@ from sdv_dpkme.engines.generator import (
     collapsed_classes,
     train_generator,
 )
-from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO, choose_parents, pair_scores
+from sdv_dpkme.engines.link_structure import (
+    MIN_SIGNAL_RATIO,
+    choose_parents,
+    pair_scores,
+    select_pairs,
+)
 from sdv_dpkme.features import PairwiseKernelMap
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 
@@ -67,13 +74,31 @@ class Training:
     link_signal_ratio: float = MIN_SIGNAL_RATIO  # a chosen pair's association / noise energy
 
 
-def plan_releases(terms, shares, has_target):
-    """``{group: (share of the precision, number of releases)}`` over the groups that exist."""
+@dataclass
+class PairSelection:
+    """Step 4b: release ``count`` categorical pairs chosen on the 'pairs' release again, as
+    group 'selected_pairs', and match them with ``weight``. The pairs: the largest association
+    energy, after a maximum spanning forest when ``spanning`` (``link_structure.select_pairs``).
+    ``count`` None: one fewer than the categorical columns (a spanning tree's size)."""
+
+    count: int = None
+    weight: float = 1.0
+    spanning: bool = False
+
+    def size(self, n_columns):
+        return n_columns - 1 if self.count is None else self.count
+
+
+def plan_releases(terms, shares, has_target, extra_groups=()):
+    """``{group: (share of the precision, number of releases)}`` over the groups that exist
+    (``extra_groups``: single releases that are not terms)."""
     counts = {}
     for term in terms:
         counts[term.group] = counts.get(term.group, 0) + 1
     if has_target:
         counts['class_proportions'] = 1
+    for group in extra_groups:
+        counts[group] = 1
     unknown = set(counts) - set(shares)
     if unknown:
         raise EngineInputError(f'budget_shares lacks a share for {sorted(unknown)}.')
@@ -148,20 +173,79 @@ def release_terms(stats, terms, sigmas, divisor, ledger):
     return objectives
 
 
-def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose):
+def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose,
+        selection=None):
     """Steps 1-5 of the algorithm box; returns the fitted ``KMEModel``.
 
     ``x``: the encoded rows in the unit box, an array (with ``labels``) or a row source whose
     ``accumulate`` does the one pass (``labels`` None then; see ``engines.accumulate``).
+    ``selection``: a ``PairSelection`` (step 4b), used when there are >= 2 categorical columns
+    in the 'pairs' term.
     """
     n_classes = 1 if target is None else target.width
-    sigmas = ledger.accountant.calibrate(plan_releases(terms, shares, target is not None))
+    selectable = len(_selectable(terms))
+    selects = selection is not None and selectable > 1 and selection.size(selectable) > 0
+    plan = plan_releases(terms, shares, target is not None,
+                         ['selected_pairs'] if selects else ())
+    sigmas = ledger.accountant.calibrate(plan)
     stats = one_pass(as_rows(x, labels), n_classes, terms, verbose)
     del x
     weights, divisor = release_class_weights(stats, target, ledger, sigmas.get('class_proportions'))
     objectives = release_terms(stats, terms, sigmas, divisor, ledger)
+    chosen = None
+    if selects:
+        chosen = release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas,
+                                        selection, ledger)
     del stats
-    return train(blocks, columns, target, weights, objectives, training, rng, verbose)
+    model = train(blocks, columns, target, weights, objectives, training, rng, verbose)
+    model.loss_values.attrs['selected_pairs'] = chosen
+    return model
+
+
+def _pairs_index(terms):
+    return next((k for k, t in enumerate(terms) if isinstance(t.feature_map, PairwiseKernelMap)),
+                None)
+
+
+def _selectable(terms):
+    """Names of the categorical columns of the 'pairs' term (public layout)."""
+    k = _pairs_index(terms)
+    return [] if k is None else [b.name for b in terms[k].feature_map.blocks
+                                 if b.kind == 'categorical']
+
+
+def release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas, selection,
+                           ledger):
+    """Step 4b. Choose ``selection.count`` categorical pairs on the released 'pairs' tables
+    (post-processing), release their block of the same exact pass again (a map over K pairs has
+    ||phi|| <= 1 too: sensitivity 2/n), combine each table with its 'pairs' copy by inverse
+    variance (post-processing) and add the matching objective. Returns the chosen pairs."""
+    k = _pairs_index(terms)
+    fmap, pairs = terms[k].feature_map, objectives[k]
+    cell_noise = pairs.noise_std * fmap.n_pairs ** 0.5
+    names = _selectable(terms)
+    scores = pair_scores(fmap, pairs.target, cell_noise, weights, names)
+    chosen = select_pairs(scores, selection.size(len(names)), selection.spanning)
+    sub = fmap.restricted(chosen)
+    n, sigma = stats.n, sigmas['selected_pairs']
+    noisy = ledger.mechanism.release(
+        fmap.restrict_sums(stats.sums[k] / n, sub), name='selected_pairs',
+        description=(f'{sub.describe()}: the {len(chosen)} categorical pairs most associated in '
+                     "the 'pairs' release, released again"),
+        sensitivity=2 / n, noise_multiplier=sigma,
+        details={'pairs': [f'{a} x {b}' for a, b in sub.pair_names()]},
+    ) / divisor
+    # per-cell noise variances of the two copies of a table (same class divisor for both)
+    var_pairs = (sigmas[terms[k].group] ** 2) * fmap.n_pairs
+    var_selected = sigma ** 2 * sub.n_pairs
+    keep = var_selected / (var_pairs + var_selected) if var_pairs + var_selected > 0 else 0.0
+    combined = keep * fmap.restrict_sums(pairs.target, sub) + (1 - keep) * noisy
+    pairs.target = fmap.replace_pairs(pairs.target, sub, combined)
+    objectives.append(Objective(
+        'Selected pairs', sub, combined, weight=selection.weight,
+        noise_std=(sigma * 2 / n) * (1 - keep) ** 0.5 / divisor[:, 0],
+    ))
+    return sub.pair_names()
 
 
 def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, shares, batch,

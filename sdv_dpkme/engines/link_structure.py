@@ -13,6 +13,10 @@ are pooled over classes because a rare class's table is mostly noise. Each head 
 most ``max_parents`` earlier heads (layout order: the order they are drawn in), the ones with the
 largest signal among those whose signal is at least ``min_ratio`` x their noise. Nothing here
 reads a private row: only the releases, their public noise and the layout.
+
+The same scores pick the pairs of a second, selected release (``select_pairs``): the ``count``
+pairs with the largest association energy, whose tables are then released again with their own
+share of the budget (as AIM and MST measure a few chosen marginals rather than every one).
 """
 
 import numpy as np
@@ -55,3 +59,28 @@ def choose_parents(scores, names, max_parents, min_ratio=MIN_SIGNAL_RATIO):
         if len(best):
             parents[child] = tuple(p for p in names if p in set(best.parent))
     return parents
+
+
+def select_pairs(scores, count, spanning=False):
+    """``count`` (parent, child) pairs of ``pair_scores``, strongest signal first (ties: layout
+    order). ``spanning``: first a maximum spanning forest over the signals (Kruskal: the
+    strongest pair that joins two groups of columns not yet joined, as MST measures its
+    2-way marginals), then the strongest pairs left."""
+    ranked = scores.sort_values('signal', ascending=False, kind='stable')
+    ranked = list(zip(ranked.parent, ranked.child))
+    if not spanning:
+        return ranked[:count]
+    group = {}
+
+    def root(name):
+        while group.get(name, name) != name:
+            name = group[name]
+        return name
+
+    tree = []
+    for parent, child in ranked:
+        a, b = root(parent), root(child)
+        if a != b and len(tree) < count:
+            group[a] = b
+            tree.append((parent, child))
+    return tree + [p for p in ranked if p not in set(tree)][:count - len(tree)]

@@ -12,11 +12,15 @@ Per column c a feature vector psi_c with ||psi_c|| <= 1:
     Gaussian kernel without its constant term, so that a pair holds the interaction of the two
     columns and not again their marginals); nullable columns add their missingness as in the
     marginal map.
-The map is phi(x) = [psi_i(x) (outer) psi_j(x)]_{i < j} / sqrt(P) over the P = C (C - 1) / 2 pairs,
-the feature map of the kernel (1/P) sum_{i<j} k_i(x_i, x'_i) k_j(x_j, x'_j). Since
-||psi_i (outer) psi_j|| = ||psi_i|| ||psi_j|| <= 1, ||phi|| <= 1: the joint embedding has the same
-2/n sensitivity as every other map. The class sums are computed as blocks of the second-moment
-matrix sum_i y_i psi(x_i) psi(x_i)^T of the concatenated psi, without materialising phi.
+The map is phi(x) = [psi_i(x) (outer) psi_j(x)]_{(i, j) in S} / sqrt(P) over a set S of P pairs
+(default every pair i < j, P = C (C - 1) / 2), the feature map of the kernel
+(1/P) sum_{(i,j) in S} k_i(x_i, x'_i) k_j(x_j, x'_j). Since ||psi_i (outer) psi_j|| =
+||psi_i|| ||psi_j|| <= 1, ||phi|| <= 1: the joint embedding has the same 2/n sensitivity as every
+other map. The private pass projects each psi_i onto the unit ball (a no-op for valid rows), so
+the bound holds for any row and for every subset of pairs: the sums of a map over fewer pairs
+are a rescaled sub-block of the all-pairs sums (``restrict_sums``). The class sums are computed
+as blocks of the second-moment matrix sum_i y_i psi(x_i) psi(x_i)^T of the concatenated psi,
+without materialising phi.
 """
 
 import math
@@ -54,11 +58,12 @@ def pair_blocks_within(blocks, length_scale, max_features, max_width=None):
 
 
 class PairwiseKernelMap:
-    """Mean over all column pairs of the product of per-column kernels; ||phi|| <= 1."""
+    """Mean over column pairs (all, or the names in ``pairs``) of the product of per-column
+    kernels; ||phi|| <= 1."""
 
     norm_bound = 1.0
 
-    def __init__(self, blocks, length_scale=0.1, n_frequencies=None):
+    def __init__(self, blocks, length_scale=0.1, n_frequencies=None, pairs=None):
         blocks = tuple(blocks)
         if len(blocks) < 2:
             raise ValueError('a pairwise map needs at least two column blocks')
@@ -79,17 +84,66 @@ class PairwiseKernelMap:
             offsets.append(offsets[-1] + w)
         self._total = sum(widths)
         self._spans = {b.name: (o, w) for b, o, w in zip(blocks, offsets, widths)}
-        self.n_pairs = len(blocks) * (len(blocks) - 1) // 2
+        self.pairs = _pair_indices(blocks, pairs)
+        self.n_pairs = len(self.pairs)
+        self._every_pair = self.n_pairs == len(blocks) * (len(blocks) - 1) // 2
         # flat positions, in the second-moment matrix, of the i < j blocks (row-major per pair)
         rows, cols = [], []
-        for i in range(len(blocks)):
-            for j in range(i + 1, len(blocks)):
-                r = torch.arange(offsets[i], offsets[i] + widths[i])
-                c = torch.arange(offsets[j], offsets[j] + widths[j])
-                rows.append(r.repeat_interleave(widths[j]))
-                cols.append(c.repeat(widths[i]))
+        for i, j in self.pairs:
+            r = torch.arange(offsets[i], offsets[i] + widths[i])
+            c = torch.arange(offsets[j], offsets[j] + widths[j])
+            rows.append(r.repeat_interleave(widths[j]))
+            cols.append(c.repeat(widths[i]))
         self._flat = torch.cat(rows) * self._total + torch.cat(cols)
         self._cast = {}
+
+    def pair_names(self):
+        """The map's pairs as (first, second) column names, in layout order."""
+        return [(self.blocks[i].name, self.blocks[j].name) for i, j in self.pairs]
+
+    def restricted(self, pairs):
+        """The map with the same kernels over only the name pairs ``pairs`` (and only the
+        columns they involve, in layout order)."""
+        named = {name for pair in pairs for name in pair}
+        blocks = [b for b in self.blocks if b.name in named]
+        if len(blocks) != len(named):
+            raise ValueError(f'{sorted(named - {b.name for b in blocks})} are not columns of the map')
+        return PairwiseKernelMap(blocks, self.length_scale, self.n_frequencies, pairs)
+
+    def restrict_sums(self, sums, sub):
+        """``sub``'s class sums or means (C, sub.dim) from this map's (C, dim): the same
+        products, each pair's block rescaled from 1/sqrt(P) to 1/sqrt(P_sub). Exact: both
+        project each row's psi_i alike, so ``sub``'s bound ||phi|| <= 1 holds for them."""
+        self._check_subset(sub)
+        tables = self.joint_tables(sums, sub.pair_names()).values()
+        return torch.cat([t.reshape(len(sums), -1) for t in tables], 1) / math.sqrt(sub.n_pairs)
+
+    def replace_pairs(self, target, sub, values):
+        """``target`` (C, dim) with the blocks of ``sub``'s pairs replaced by ``values``
+        (C, sub.dim, in ``sub``'s units)."""
+        self._check_subset(sub)
+        m = self._layout(target)
+        at = 0
+        for first, second in sub.pair_names():
+            (oa, wa), (ob, wb) = self._spans[first], self._spans[second]
+            block = values[:, at:at + wa * wb] * math.sqrt(sub.n_pairs)
+            m[:, oa:oa + wa, ob:ob + wb] = block.reshape(len(values), wa, wb)
+            at += wa * wb
+        return m.reshape(len(target), -1)[:, self._index(target.device)] / math.sqrt(self.n_pairs)
+
+    def _check_subset(self, sub):
+        same_kernels = (sub.length_scale, sub.n_frequencies) == (self.length_scale,
+                                                                  self.n_frequencies)
+        if not (same_kernels and all(b in self.blocks for b in sub.blocks)
+                and set(sub.pair_names()) <= set(self.pair_names())):
+            raise ValueError("the restricted map must hold a subset of this map's pairs")
+
+    def _layout(self, target):
+        """(C, W, W): the pair blocks of ``target`` (C, dim) in the second-moment matrix, in
+        the units of psi_first (outer) psi_second."""
+        m = target.new_zeros(len(target), self._total * self._total)
+        m[:, self._index(target.device)] = target * math.sqrt(self.n_pairs)
+        return m.reshape(len(target), self._total, self._total)
 
     @property
     def dim(self):
@@ -101,19 +155,25 @@ class PairwiseKernelMap:
         return [next(numeric) if b.kind == 'numeric' else x[:, list(b.columns)]
                 for b in self.blocks]
 
-    def _column_features(self, x):
-        """Concatenated psi (n, W) and per-column squared norms (n, C)."""
+    def _column_features(self, x, project=False):
+        """Concatenated psi (n, W) and per-column squared norms (n, C); ``project``: each psi
+        onto the unit ball (the private pass)."""
         parts = self._parts(x)
+        if project:  # (a value beyond the bounds, e.g. 1e308 * pi, can give cos(inf) = nan)
+            parts = [torch.nan_to_num(p, nan=0.0, posinf=0.0, neginf=0.0) for p in parts]
+            parts = [p / p.norm(dim=1, keepdim=True).clamp(min=1.0) for p in parts]
         sq = torch.stack([(p * p).sum(1) for p in parts], dim=1)
         return torch.cat(parts, dim=1), sq
 
     def gram(self, a, b, cache=None):
-        """phi(a) phi(b)^T = (1/P) sum_{i<j} K_i * K_j = ((sum K_i)^2 - sum K_i^2) / (2P)
-        elementwise, from the per-column kernels K_i: O(len(a) len(b) W), never O(.. dim)
-        (``cache`` unused)."""
+        """phi(a) phi(b)^T = (1/P) sum_{(i,j)} K_i * K_j (over every pair: ((sum K_i)^2 -
+        sum K_i^2) / (2P)) elementwise, from the per-column kernels K_i: O(len(a) len(b) W),
+        never O(.. dim) (``cache`` unused)."""
+        kernels = [pa @ pb.T for pa, pb in zip(self._parts(a), self._parts(b))]
+        if not self._every_pair:
+            return sum(kernels[i] * kernels[j] for i, j in self.pairs) / self.n_pairs
         total = squares = 0
-        for pa, pb in zip(self._parts(a), self._parts(b)):
-            k = pa @ pb.T
+        for k in kernels:
             total = total + k
             squares = squares + k * k
         return (total * total - squares) / (2 * self.n_pairs)
@@ -134,9 +194,7 @@ class PairwiseKernelMap:
         column-name pairs ``pairs``, in the units of psi_first (outer) psi_second: for two
         categorical columns, their joint frequencies per class (noisy as released). The
         second-moment matrix is laid out once for all pairs."""
-        m = target.new_zeros(len(target), self._total * self._total)
-        m[:, self._index(target.device)] = target * math.sqrt(self.n_pairs)
-        m = m.reshape(len(target), self._total, self._total)
+        m = self._layout(target)
         order = {b.name: i for i, b in enumerate(self.blocks)}
         out = {}
         for first, second in pairs:
@@ -148,7 +206,10 @@ class PairwiseKernelMap:
         return out
 
     def _pair_sq_norms(self, sq):
-        """||phi||^2 = sum_{i<j} |psi_i|^2 |psi_j|^2 / P."""
+        """||phi||^2 = sum_{(i,j)} |psi_i|^2 |psi_j|^2 / P."""
+        if not self._every_pair:
+            i, j = (torch.as_tensor(k, device=sq.device) for k in zip(*self.pairs))
+            return (sq[:, i] * sq[:, j]).sum(1) / self.n_pairs
         return (sq.sum(1) ** 2 - (sq * sq).sum(1)) / (2 * self.n_pairs)
 
     def _index(self, device):
@@ -175,9 +236,8 @@ class PairwiseKernelMap:
         return outer[:, self._index(x.device)] / math.sqrt(self.n_pairs)
 
     def class_sums(self, x, y, project=True):
-        feats, sq = self._column_features(x)
-        if project:  # the private pass: every row's phi inside the unit ball
-            y = y / self._pair_sq_norms(sq).clamp(min=0).sqrt().clamp(min=1.0)[:, None]
+        # the private pass: every psi_i, hence phi and every subset of its pairs, in the unit ball
+        feats, _ = self._column_features(x, project=project)
         return self._pair_sums(feats, y)
 
     def class_moments(self, x, y):
@@ -185,5 +245,31 @@ class PairwiseKernelMap:
         return self._pair_sums(feats, y), y.T @ self._pair_sq_norms(sq)
 
     def describe(self):
-        return (f'Pairwise product kernels over all {self.n_pairs} pairs of {len(self.blocks)} '
-                f'columns (numeric: Fourier series, length {self.length_scale:g})')
+        which = 'all' if self._every_pair else 'the selected'
+        return (f'Pairwise product kernels over {which} {self.n_pairs} pairs of '
+                f'{len(self.blocks)} columns (numeric: Fourier series, length '
+                f'{self.length_scale:g})')
+
+    def __setstate__(self, state):
+        if 'pairs' not in state:  # pickled before subsets of pairs: every pair
+            n = len(state['blocks'])
+            state['pairs'] = tuple((i, j) for i in range(n) for j in range(i + 1, n))
+            state['_every_pair'] = True
+        self.__dict__.update(state)
+
+
+def _pair_indices(blocks, pairs):
+    """Block-index pairs (i < j) in layout order: every pair, or those named in ``pairs``."""
+    n = len(blocks)
+    if pairs is None:
+        return tuple((i, j) for i in range(n) for j in range(i + 1, n))
+    index = {b.name: k for k, b in enumerate(blocks)}
+    chosen = set()
+    for pair in pairs:
+        a, b = pair
+        if a not in index or b not in index or a == b:
+            raise ValueError(f'{pair!r} is not a pair of two distinct columns of the map')
+        chosen.add(tuple(sorted((index[a], index[b]))))
+    if not chosen:
+        raise ValueError('a pairwise map needs at least one pair')
+    return tuple(sorted(chosen))

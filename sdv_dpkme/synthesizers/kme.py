@@ -92,6 +92,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     #: a pair is linked only where its association energy is at least this multiple of the
     #: noise energy of its cells
     link_signal_ratio = kme.MIN_SIGNAL_RATIO
+    #: > 0 or 'auto' (categorical columns - 1): this many categorical pairs, the most associated
+    #: in the 'pairs' release (a spanning forest first with ``selected_pairs_spanning``), are
+    #: released again (group 'selected_pairs', needs its budget share; DP-HP's default is 0.1)
+    #: and matched with ``selected_pair_weight``. Off by default (docs/privacy.md)
+    selected_pairs = 0
+    selected_pair_weight = 1.0
+    selected_pairs_spanning = False
 
     def _check_parameters(self):
         def number(value):
@@ -199,8 +206,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         rng = self._torch_generator()
         terms = self._kernel_terms(blocks, rng, self._steps(len(x))) + self._shared_terms(blocks)
+        selection = None
+        if self.selected_pairs:
+            count = None if self.selected_pairs == 'auto' else int(self.selected_pairs)
+            selection = kme.PairSelection(count, float(self.selected_pair_weight),
+                                          self.selected_pairs_spanning)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
-                        self._training(len(x), blocks), rng, self.verbose)
+                        self._training(len(x), blocks), rng, self.verbose, selection)
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
         return model, self._report_notes(terms)

@@ -86,7 +86,8 @@ def test_garbage_rows_are_projected_and_move_embedding_by_at_most_two_over_n():
     assert fmap(garbage).norm().item() > 1  # unprojected, a garbage row leaves the ball
     assert_replace_one_moves_at_most_two_over_n(
         fmap, _rows(50).numpy(), 2,
-        [(np.full(WIDTH, 1e6), 1), (np.full(WIDTH, -1e6), 0), (np.zeros(WIDTH), 1)],
+        [(np.full(WIDTH, 1e6), 1), (np.full(WIDTH, -1e6), 0), (np.zeros(WIDTH), 1),
+         (np.full(WIDTH, -1e308), 0)],  # cos(-1e308 * pi) is nan: such features count as 0
     )
 
 
@@ -113,3 +114,59 @@ def test_widest_columns_are_left_out_until_the_map_fits():
     kept, left_out = pair_blocks_within(BLOCKS, 0.1, 3 * 2)
     assert [b.name for b in left_out] == ['a', 'b']
     assert PairwiseKernelMap(kept, 0.1).dim == 6
+
+
+def test_a_subset_of_pairs_is_its_own_map_with_the_same_bound():
+    sub = PairwiseKernelMap(BLOCKS, 0.1).restricted([('d', 'a'), ('c', 'd')])
+    assert [b.name for b in sub.blocks] == ['a', 'c', 'd']  # only the columns it uses
+    assert sub.pair_names() == [('a', 'd'), ('c', 'd')] and sub.n_pairs == 2
+    x = _rows(60)
+    dense = sub(x)
+    psi = {b.name: (FourierMarginalMap([b], 0.1)(x) if b.kind == 'numeric'
+                    else x[:, list(b.columns)]) for b in BLOCKS}
+    k = {name: p @ p.T for name, p in psi.items()}
+    assert torch.allclose(dense @ dense.T, (k['a'] * k['d'] + k['c'] * k['d']) / 2, atol=1e-12)
+    assert torch.allclose(sub.gram(x, x), dense @ dense.T, atol=1e-12)
+    y = torch.nn.functional.one_hot(torch.arange(60) % 2, 2).double()
+    sums, sq = sub.class_moments(x, y)
+    assert torch.allclose(sums, y.T @ dense, atol=1e-12)
+    assert torch.allclose(sq, y.T @ (dense * dense).sum(1), atol=1e-12)
+    assert_replace_one_moves_at_most_two_over_n(
+        sub, _rows(50).numpy(), 2,
+        [(np.full(WIDTH, 1e6), 1), (np.full(WIDTH, -1e308), 0), (np.zeros(WIDTH), 1)],
+    )
+    with pytest.raises(ValueError, match='distinct columns'):
+        PairwiseKernelMap(BLOCKS, 0.1, pairs=[('c', 'c')])
+    with pytest.raises(ValueError, match='not columns'):
+        PairwiseKernelMap(BLOCKS, 0.1).restricted([('c', 'zip')])
+
+
+def test_restricted_sums_are_a_block_of_the_private_pass_and_stay_bounded():
+    # a row garbage in two columns only: projecting the all-pairs phi (norm <= 1) left the
+    # block of that one pair, rescaled to a one-pair map, at norm sqrt(6); each psi_i is now
+    # projected, so every block of the pass is bounded as its own map
+    fmap = PairwiseKernelMap(BLOCKS, 0.1)
+    sub = fmap.restricted([('c', 'd')])
+    x = _rows(30)
+    x[0, 3:8] = 1e6
+    x[1, 3:8] = -1e308
+    y = torch.nn.functional.one_hot(torch.arange(30) % 3, 3).double()
+    restricted = fmap.restrict_sums(fmap.class_sums(x, y), sub)
+    assert torch.allclose(restricted, sub.class_sums(x, y), atol=1e-9)
+    for row in (0, 1):
+        one = fmap.restrict_sums(fmap.class_sums(x[row:row + 1], y[row:row + 1]), sub)
+        assert one.norm().item() <= 1 + 1e-12
+    with pytest.raises(ValueError, match='subset'):
+        sub.restrict_sums(sub.class_sums(x, y), fmap)
+
+
+def test_replacing_a_subset_of_pairs_changes_only_their_blocks():
+    fmap = PairwiseKernelMap(BLOCKS, 0.1)
+    sub = fmap.restricted([('a', 'c'), ('b', 'd')])
+    target = torch.randn(3, fmap.dim, dtype=torch.float64)
+    assert torch.allclose(fmap.replace_pairs(target, sub, fmap.restrict_sums(target, sub)), target)
+    values = torch.randn(3, sub.dim, dtype=torch.float64)
+    out = fmap.replace_pairs(target, sub, values)
+    assert torch.allclose(fmap.restrict_sums(out, sub), values)
+    rest = fmap.restricted([('a', 'b'), ('a', 'd'), ('b', 'c'), ('c', 'd')])
+    assert torch.equal(fmap.restrict_sums(out, rest), fmap.restrict_sums(target, rest))

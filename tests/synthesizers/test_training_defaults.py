@@ -99,3 +99,18 @@ def test_links_without_a_pairs_release_warn():
     with pytest.warns(UserWarning, match="no 'pairs' release"):
         synth.fit({'t': make_table()})
     assert not synth._model.generator._linked
+
+
+def test_selected_pairs_are_off_by_default_and_reported_when_asked():
+    table = make_table()
+    synth = build(DPHPSynthesizer)
+    synth.fit({'t': table})
+    assert synth._model.loss_values.attrs['selected_pairs'] is None
+    assert 'selected_pairs' not in str(synth.get_privacy_report())
+    synth = build(DPHPSynthesizer)
+    synth.selected_pairs = 1
+    synth.fit({'t': table})
+    chosen = synth._model.loss_values.attrs['selected_pairs']
+    assert len(chosen) == 1 and 'Selected pairs loss' in synth.get_loss_values()
+    report = str(synth.get_privacy_report())
+    assert 'selected_pairs' in report and 'spent epsilon=1 ' in report

@@ -1,0 +1,112 @@
+"""Step 4b: the most associated categorical pairs released again with their own share (issue 16)."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from sdv_dpkme.engines import kme
+from sdv_dpkme.engines.kernel_terms import shared_terms
+from sdv_dpkme.engines.link_structure import select_pairs
+from sdv_dpkme.privacy import GaussianMechanism, Ledger, NoiseSource, PrivacyAccountant
+from tests.engines.test_link_structure import BLOCKS, table
+
+SHARES = {'pairs': 0.75, 'selected_pairs': 0.25}
+
+
+def ledger(epsilon, seed=7):
+    accountant = PrivacyAccountant(epsilon, 1e-5)
+    noise = NoiseSource(seed)
+    return Ledger(accountant, noise, GaussianMechanism(accountant, noise))
+
+
+def released(x, epsilon, selection, seed=7):
+    """(ledger, pairs map, objectives) of steps 1-4b for one class, no generator."""
+    terms = shared_terms(BLOCKS, None, 1.0, 0.1, 1.0, 10**6)
+    led = ledger(epsilon, seed)
+    extra = ['selected_pairs'] if selection else []
+    sigmas = led.accountant.calibrate(kme.plan_releases(terms, SHARES, False, extra))
+    stats = kme.one_pass(x.numpy(), 1, terms, False)
+    weights, divisor = kme.release_class_weights(stats, None, led, None)
+    objectives = kme.release_terms(stats, terms, sigmas, divisor, led)
+    if selection:
+        kme.release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas,
+                                   selection, led)
+    return led, terms[0].feature_map, objectives
+
+
+def test_select_pairs_takes_the_strongest():
+    scores = pd.DataFrame({'child': ['b', 'c', 'd'], 'parent': ['a', 'a', 'b'],
+                           'signal': [0.1, -0.2, 0.3], 'noise': [0.01] * 3})
+    assert select_pairs(scores, 2) == [('b', 'd'), ('a', 'b')]
+    assert select_pairs(scores, 9) == [('b', 'd'), ('a', 'b'), ('a', 'c')]
+
+
+def test_spanning_selection_joins_every_column_before_adding_strong_redundant_pairs():
+    pairs = [('a', 'b', 0.5), ('a', 'c', 0.4), ('b', 'c', 0.3), ('c', 'd', 0.1), ('b', 'd', 0.05)]
+    scores = pd.DataFrame([(child, parent, signal, 0.01) for parent, child, signal in pairs],
+                          columns=['child', 'parent', 'signal', 'noise'])
+    assert select_pairs(scores, 3) == [('a', 'b'), ('a', 'c'), ('b', 'c')]
+    assert select_pairs(scores, 3, spanning=True) == [('a', 'b'), ('a', 'c'), ('c', 'd')]
+    assert select_pairs(scores, 4, spanning=True) == [('a', 'b'), ('a', 'c'), ('c', 'd'),
+                                                      ('b', 'c')]
+    assert select_pairs(scores, 1, spanning=True) == [('a', 'b')]
+    assert kme.PairSelection().size(4) == 3 and kme.PairSelection(5).size(4) == 5
+
+
+def test_the_most_associated_pair_is_released_again_from_the_same_pass():
+    x = table(4000)
+    led, fmap, objectives = released(x, 1.0, kme.PairSelection(1, 2.0))
+    releases = {r.name: r for r in led.accountant.releases}
+    assert list(releases) == ['pairs', 'selected_pairs']
+    chosen = releases['selected_pairs']
+    assert chosen.details['pairs'] == ['a x b']  # b = 3 - a; c is independent of both
+    assert chosen.sensitivity == pytest.approx(2 / 4000) and chosen.dimension == 25
+    assert led.accountant.epsilon_spent() == pytest.approx(1.0, rel=1e-6)
+    # its precision share: (sigma_pairs / sigma_selected)^2 = 0.25 / 0.75
+    ratio = (releases['pairs'].noise_multiplier / chosen.noise_multiplier) ** 2
+    assert ratio == pytest.approx(1 / 3)
+    extra = objectives[-1]
+    assert (extra.name, extra.weight, extra.feature_map.pair_names()) == \
+        ('Selected pairs', 2.0, [('a', 'b')])
+
+
+def test_without_noise_both_targets_hold_the_exact_joint_table():
+    x = table(3000)
+    _, fmap, objectives = released(x, math.inf, kme.PairSelection(1))
+    exact = (x[:, 0:5].T @ x[:, 10:15] / len(x))[None]
+    torch.testing.assert_close(fmap.joint_tables(objectives[0].target, [('a', 'b')])['a', 'b'],
+                               exact)
+    sub = objectives[-1].feature_map
+    torch.testing.assert_close(objectives[-1].target * sub.n_pairs ** 0.5, exact.reshape(1, -1))
+
+
+def test_the_combined_table_is_closer_to_the_truth_than_the_pairs_release_alone():
+    x = table(4000)
+    exact = x[:, 0:5].T @ x[:, 10:15] / len(x)
+    errors = []
+    for selection in (None, kme.PairSelection(1)):
+        # same seed: the 'pairs' release draws the same noise first in both fits
+        _, fmap, objectives = released(x, 1.0, selection, seed=11)
+        table_ab = fmap.joint_tables(objectives[0].target, [('a', 'b')])['a', 'b'][0]
+        errors.append(float((table_ab - exact).norm()))
+    # the selected copy has 1/3 of the precision but 1/6 of the pairs: 2x the precision per
+    # cell, so the combination has 3x the precision: about 1/sqrt(3) of the error
+    assert errors[1] < 0.8 * errors[0]
+
+
+def test_no_selected_release_without_two_categorical_columns_in_the_pairs_term():
+    blocks = [BLOCKS[0], BLOCKS[1]]  # one categorical, one numeric
+    terms = shared_terms(blocks, None, 1.0, 0.1, 1.0, 10**6)
+    assert kme._selectable(terms) == ['a']
+    x = table(500)
+    training = kme.Training(3, 64, 1e-2, 4, (8,), 0.0, torch.device('cpu'))
+    led = ledger(1.0)
+    model = kme.fit(x.numpy()[:, :6], None, blocks, None, [f'c{i}' for i in range(6)], led,
+                    terms, SHARES, training, torch.Generator().manual_seed(0), False,
+                    kme.PairSelection(4))
+    assert [r.name for r in led.accountant.releases] == ['pairs']
+    assert led.accountant.epsilon_spent() == pytest.approx(1.0, rel=1e-6)
+    assert model.loss_values.attrs['selected_pairs'] is None
+    assert 'Selected pairs loss' not in model.loss_values
