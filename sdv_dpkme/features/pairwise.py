@@ -250,13 +250,6 @@ class PairwiseKernelMap:
                 f'{len(self.blocks)} columns (numeric: Fourier series, length '
                 f'{self.length_scale:g})')
 
-    def __setstate__(self, state):
-        if 'pairs' not in state:  # pickled before subsets of pairs: every pair
-            n = len(state['blocks'])
-            state['pairs'] = tuple((i, j) for i in range(n) for j in range(i + 1, n))
-            state['_every_pair'] = True
-        self.__dict__.update(state)
-
 
 def _pair_indices(blocks, pairs):
     """Block-index pairs (i < j) in layout order: every pair, or those named in ``pairs``."""
