@@ -32,13 +32,14 @@ PUBLIC_ROWS = '<public rows of the test table>'
 SYNTHESIZERS = {
     DPHPSynthesizer: dict(
         fast=FAST,
-        groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs'},
+        groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs',
+                'selected_pairs'},
         # 'integer_vote': epsilon high enough that the 80-row attack table gets the DP vote on
         # the undeclared integer-ness of income, lo, mid and hi (tests/domain/test_integer_vote.py)
         modes={'default': {}, 'reweighted': {'reweight_generated_rows': 40},
                'integer_vote': {'epsilon': 50.0},
                # 'attributes': class-level settings, set after construction
-               'selected_pairs': {'attributes': {'selected_pairs': 'auto'}}}, steps=15,
+               'unselected': {'attributes': {'selected_pairs': 0}}}, steps=15,
         short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPMERFSynthesizer: dict(

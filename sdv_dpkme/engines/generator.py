@@ -358,13 +358,21 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
             generator._category_draws(len(labels), torch_generator, device))
         total = 0.0
         record = {'Step': step}
+        moments = {}  # (map, rows) -> class sums, this step
         for objective, target, floor in zip(objectives, fixed, floors):
             if not objective.active(step):
                 continue
             if target is None:
                 target = objective.target(step).float().to(device)
-            x = additive_rows if getattr(objective.feature_map, 'additive', False) else rows
-            sums, sq_norms = objective.feature_map.class_moments(x, y_loss)
+            fmap = objective.feature_map
+            x = additive_rows if getattr(fmap, 'additive', False) else rows
+            parent = getattr(fmap, 'within', None)
+            parent_sums = None if parent is None else moments.get((id(parent), id(x)))
+            if parent_sums is not None:  # a sub-map of a map already evaluated on these rows
+                sums, sq_norms = fmap.moments_within(parent_sums, x, y_loss)
+            else:
+                sums, sq_norms = fmap.class_moments(x, y_loss)
+            moments[id(fmap), id(x)] = sums
             loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased)
             total = total + objective.weight * loss
             key = objective.name + ' loss'

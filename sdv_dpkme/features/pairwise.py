@@ -108,7 +108,9 @@ class PairwiseKernelMap:
         blocks = [b for b in self.blocks if b.name in named]
         if len(blocks) != len(named):
             raise ValueError(f'{sorted(named - {b.name for b in blocks})} are not columns of the map')
-        return PairwiseKernelMap(blocks, self.length_scale, self.n_frequencies, pairs)
+        sub = PairwiseKernelMap(blocks, self.length_scale, self.n_frequencies, pairs)
+        sub.within = self  # training derives its moments from this map's (``moments_within``)
+        return sub
 
     def restrict_sums(self, sums, sub):
         """``sub``'s class sums or means (C, sub.dim) from this map's (C, dim): the same
@@ -243,6 +245,13 @@ class PairwiseKernelMap:
     def class_moments(self, x, y):
         feats, sq = self._column_features(x)
         return self._pair_sums(feats, y), y.T @ self._pair_sq_norms(sq)
+
+    def moments_within(self, sums, x, y):
+        """``class_moments(x, y)`` of this restricted map from its parent's class sums ``sums``
+        of the same rows: no second (n, W) x (W, W) pass, so a selected-pairs term costs
+        training little more than the 'pairs' term it refines."""
+        _, sq = self._column_features(x)
+        return self.within.restrict_sums(sums, self), y.T @ self._pair_sq_norms(sq)
 
     def describe(self):
         which = 'all' if self._every_pair else 'the selected'

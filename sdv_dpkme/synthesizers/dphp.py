@@ -52,6 +52,10 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
     """
 
     max_auto_steps = 800
+    #: an MST-like spanning tree of the categorical columns, released again and matched: +0.003
+    #: quality on Adult's 3-seed protocol, +0.007 on held-out hypothyroid (adult_plain.md)
+    selected_pairs = 'auto'
+    selected_pairs_spanning = True
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,

@@ -95,7 +95,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     #: > 0 or 'auto' (categorical columns - 1): this many categorical pairs, the most associated
     #: in the 'pairs' release (a spanning forest first with ``selected_pairs_spanning``), are
     #: released again (group 'selected_pairs', needs its budget share; DP-HP's default is 0.1)
-    #: and matched with ``selected_pair_weight``. Off by default (docs/privacy.md)
+    #: and matched with ``selected_pair_weight``. Off here; DP-HP's default is 'auto', spanning
+    #: (docs/privacy.md)
     selected_pairs = 0
     selected_pair_weight = 1.0
     selected_pairs_spanning = False

@@ -110,3 +110,35 @@ def test_no_selected_release_without_two_categorical_columns_in_the_pairs_term()
     assert led.accountant.epsilon_spent() == pytest.approx(1.0, rel=1e-6)
     assert model.loss_values.attrs['selected_pairs'] is None
     assert 'Selected pairs loss' not in model.loss_values
+
+
+def test_training_derives_the_selected_terms_moments_from_the_pairs_term(monkeypatch):
+    from sdv_dpkme.engines.generator import TabularGenerator, train_generator
+    from sdv_dpkme.features import PairwiseKernelMap
+
+    _, fmap, objectives = released(table(2000), 1.0, kme.PairSelection(1, 2.0))
+    sub = objectives[-1].feature_map
+
+    def history(derive):
+        if not derive:
+            monkeypatch.setattr(sub, 'within', None)
+        gen = TabularGenerator(BLOCKS, n_columns=15, n_classes=1, latent_dim=4, hidden=(8,))
+        torch.manual_seed(0)
+        gen.apply(lambda m: m.reset_parameters() if hasattr(m, 'reset_parameters') else None)
+        calls = []
+        own = PairwiseKernelMap.class_moments
+        monkeypatch.setattr(PairwiseKernelMap, 'class_moments',
+                            lambda self, x, y: calls.append(self) or own(self, x, y))
+        out = train_generator(gen, objectives, [0], steps=3, batch_size=32, learning_rate=0.01,
+                              device='cpu', torch_generator=torch.Generator().manual_seed(0),
+                              verbose=False)
+        monkeypatch.undo()
+        return out, calls
+
+    derived, derived_calls = history(True)
+    direct, direct_calls = history(False)
+    # one (n, W) x (W, W) pass per step instead of two, and the same losses
+    assert all(m is fmap for m in derived_calls) and len(derived_calls) == 3
+    assert len(direct_calls) == 6
+    pd.testing.assert_frame_equal(derived.drop(columns='Step'), direct.drop(columns='Step'),
+                                  rtol=1e-5)

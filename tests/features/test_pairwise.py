@@ -170,3 +170,17 @@ def test_replacing_a_subset_of_pairs_changes_only_their_blocks():
     assert torch.allclose(fmap.restrict_sums(out, sub), values)
     rest = fmap.restricted([('a', 'b'), ('a', 'd'), ('b', 'c'), ('c', 'd')])
     assert torch.equal(fmap.restrict_sums(out, rest), fmap.restrict_sums(target, rest))
+
+
+def test_moments_within_the_parent_equal_the_sub_maps_own_and_carry_gradients():
+    fmap = PairwiseKernelMap(BLOCKS, 0.1)
+    sub = fmap.restricted([('a', 'd'), ('b', 'c')])
+    assert sub.within is fmap
+    x = _rows(40).requires_grad_(True)
+    y = torch.nn.functional.one_hot(torch.arange(40) % 2, 2).double()
+    sums, sq = sub.moments_within(fmap.class_moments(x, y)[0], x, y)
+    own_sums, own_sq = sub.class_moments(x, y)
+    assert torch.allclose(sums, own_sums, atol=1e-12) and torch.allclose(sq, own_sq, atol=1e-12)
+    (grad,) = torch.autograd.grad(sums.sum() + sq.sum(), x)
+    (own_grad,) = torch.autograd.grad(own_sums.sum() + own_sq.sum(), x)
+    assert torch.allclose(grad, own_grad, atol=1e-10)

@@ -157,22 +157,23 @@ def neighbour(name, seed=0):
 
 @contextlib.contextmanager
 def captured_releases():
-    """Record the exact (pre-noise) value and the stated sensitivity of every release."""
+    """Record the exact (pre-noise) value, the stated sensitivity and the public details (e.g.
+    which pairs an adaptive release measures) of every release."""
     records = []
     plain, sub = GaussianMechanism.release, SubsampledGaussianMechanism.release
     poisson = PoissonSubsampledGaussianMechanism.release
 
     def record_plain(self, value, *, name, sensitivity, **kwargs):
-        records.append((name, _numbers(value), float(sensitivity)))
+        records.append((name, _numbers(value), float(sensitivity), kwargs.get('details')))
         return plain(self, value, name=name, sensitivity=sensitivity, **kwargs)
 
     def record_sub(self, value):
         records.append(('subsampled', _numbers(value), float(self.std / self.noise_multiplier)
-                        if self.noise_multiplier else None))
+                        if self.noise_multiplier else None, None))
         return sub(self, value)
 
     def record_poisson(self, value):  # DP-SGD: a step's value depends on the earlier releases
-        records.append(('poisson', _numbers(value), self.sensitivity))
+        records.append(('poisson', _numbers(value), self.sensitivity, None))
         return poisson(self, value)
 
     GaussianMechanism.release = record_plain

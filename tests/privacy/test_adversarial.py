@@ -135,8 +135,13 @@ def assert_within_sensitivity(first, second):
     later_steps = [i for i, r in enumerate(first) if r[0] == 'poisson'][1:]
     first = [r for i, r in enumerate(first) if i not in later_steps]
     second = [r for i, r in enumerate(second) if i not in later_steps]
-    for (name, a, bound), (_, b, bound2) in zip(first, second):
+    for (name, a, bound, details), (_, b, bound2, details2) in zip(first, second):
         assert bound == bound2, f'{name}: the sensitivity depends on the rows'
+        if name in ADAPTIVE and details != details2:
+            # what it measures was chosen on an earlier noisy release, which differs between
+            # the fits; the bound holds given the choice (tests/features/test_pairwise.py
+            # checks it for any subset of pairs, up to +-1e308)
+            continue
         assert np.isfinite(a).all() and np.isfinite(b).all(), f'{name}: non-finite release'
         moved = float(np.linalg.norm((a - b).ravel()))
         assert moved <= bound * (1 + 1e-9) + 1e-15, f'{name} moved {moved:g} > {bound:g}'

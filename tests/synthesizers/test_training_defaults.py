@@ -101,16 +101,20 @@ def test_links_without_a_pairs_release_warn():
     assert not synth._model.generator._linked
 
 
-def test_selected_pairs_are_off_by_default_and_reported_when_asked():
+def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_does_not():
     table = make_table()
     synth = build(DPHPSynthesizer)
+    assert (synth.selected_pairs, synth.selected_pairs_spanning) == ('auto', True)
+    synth.fit({'t': table})
+    chosen = synth._model.loss_values.attrs['selected_pairs']
+    columns = {c for pair in chosen for c in pair}
+    assert {'city', 'flag'} <= columns and len(chosen) == len(columns) - 1  # a spanning tree
+    assert 'Selected pairs loss' in synth.get_loss_values()
+    report = str(synth.get_privacy_report())
+    assert 'selected_pairs' in report and 'spent epsilon=1 ' in report
+    synth = build(DPHPSynthesizer)
+    synth.selected_pairs = 0
     synth.fit({'t': table})
     assert synth._model.loss_values.attrs['selected_pairs'] is None
     assert 'selected_pairs' not in str(synth.get_privacy_report())
-    synth = build(DPHPSynthesizer)
-    synth.selected_pairs = 1
-    synth.fit({'t': table})
-    chosen = synth._model.loss_values.attrs['selected_pairs']
-    assert len(chosen) == 1 and 'Selected pairs loss' in synth.get_loss_values()
-    report = str(synth.get_privacy_report())
-    assert 'selected_pairs' in report and 'spent epsilon=1 ' in report
+    assert build(DPMERFSynthesizer).selected_pairs == 0
