@@ -77,13 +77,15 @@ class Training:
 @dataclass
 class PairSelection:
     """Step 4b: release ``count`` categorical pairs chosen on the 'pairs' release again, as
-    group 'selected_pairs', and match them with ``weight``. The pairs: the largest association
-    energy, after a maximum spanning forest when ``spanning`` (``link_structure.select_pairs``).
+    group 'selected_pairs', and match them with ``weight``. The pairs: the largest ``score``
+    ('signal': association energy, or 'tv': distance from independence), after a maximum
+    spanning forest when ``spanning`` (``link_structure.select_pairs``).
     ``count`` None: one fewer than the categorical columns (a spanning tree's size)."""
 
     count: int = None
     weight: float = 1.0
     spanning: bool = False
+    score: str = 'signal'
 
     def size(self, n_columns):
         return n_columns - 1 if self.count is None else self.count
@@ -225,7 +227,8 @@ def release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas, s
     cell_noise = pairs.noise_std * fmap.n_pairs ** 0.5
     names = _selectable(terms)
     scores = pair_scores(fmap, pairs.target, cell_noise, weights, names)
-    chosen = select_pairs(scores, selection.size(len(names)), selection.spanning)
+    chosen = select_pairs(scores, selection.size(len(names)), selection.spanning,
+                          selection.score)
     sub = fmap.restricted(chosen)
     n, sigma = stats.n, sigmas['selected_pairs']
     noisy = ledger.mechanism.release(

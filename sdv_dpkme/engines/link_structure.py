@@ -7,6 +7,8 @@ each with noise variance s^2 = sum_c w_c^2 s_c^2, public), its marginals r, q:
 
   signal = ||T - r q^T||^2 - cells s^2 (1 + |r|^2 + |q|^2)   (association energy, debiased)
   noise  = cells s^2                                        (what fitting every cell adds)
+  tv     = (|T - r q^T|_1 - cells s sqrt(2 / pi)) / 2        (distance from independence in
+                                                             total variation, debiased)
 
 (the marginals' own noise adds about cells s^2 (|r|^2 + |q|^2) to the first term). The tables
 are pooled over classes because a rare class's table is mostly noise. Each head links to at
@@ -15,8 +17,11 @@ largest signal among those whose signal is at least ``min_ratio`` x their noise.
 reads a private row: only the releases, their public noise and the layout.
 
 The same scores pick the pairs of a second, selected release (``select_pairs``): the ``count``
-pairs with the largest association energy, whose tables are then released again with their own
-share of the budget (as AIM and MST measure a few chosen marginals rather than every one).
+pairs with the largest association energy or ``tv``, whose tables are then released again with
+their own share of the budget (as AIM and MST measure a few chosen marginals rather than every
+one). The energy is ruled by a few large cells (a shared 'not in universe' category); ``tv``, the
+L1 error MST's selection uses and SDMetrics' contingency score measures, also sees a hierarchy
+spread over many small cells (detailed x major industry).
 """
 
 import numpy as np
@@ -29,7 +34,7 @@ MIN_SIGNAL_RATIO = 1.0
 
 
 def pair_scores(pair_map, target, cell_noise, class_weights, names):
-    """DataFrame (child, parent, signal, noise) over every pair of ``names`` (the candidate
+    """DataFrame (child, parent, signal, noise, tv) over every pair of ``names`` (the candidate
     categorical blocks, layout order), parent before child. ``target`` (C, dim): the released
     'pairs' means per class; ``cell_noise`` (C,): one cell's noise std per class;
     ``class_weights`` (C,): released (0 for classes not trained)."""
@@ -43,10 +48,12 @@ def pair_scores(pair_map, target, cell_noise, class_weights, names):
         table = tables[0]
         r, q = table.sum(1).clamp(min=0), table.sum(0).clamp(min=0)
         noise = table.numel() * s2
-        energy = float(((table - r[:, None] * q[None, :]) ** 2).sum())
+        gap = table - r[:, None] * q[None, :]
+        energy = float((gap ** 2).sum())
         signal = energy - noise * (1 + float(r @ r) + float(q @ q))
-        rows.append((child, parent, signal, noise))
-    return pd.DataFrame(rows, columns=['child', 'parent', 'signal', 'noise'])
+        tv = (float(gap.abs().sum()) - table.numel() * (s2 * 2 / np.pi) ** 0.5) / 2
+        rows.append((child, parent, signal, noise, tv))
+    return pd.DataFrame(rows, columns=['child', 'parent', 'signal', 'noise', 'tv'])
 
 
 def choose_parents(scores, names, max_parents, min_ratio=MIN_SIGNAL_RATIO):
@@ -61,12 +68,12 @@ def choose_parents(scores, names, max_parents, min_ratio=MIN_SIGNAL_RATIO):
     return parents
 
 
-def select_pairs(scores, count, spanning=False):
-    """``count`` (parent, child) pairs of ``pair_scores``, strongest signal first (ties: layout
-    order). ``spanning``: first a maximum spanning forest over the signals (Kruskal: the
-    strongest pair that joins two groups of columns not yet joined, as MST measures its
-    2-way marginals), then the strongest pairs left."""
-    ranked = scores.sort_values('signal', ascending=False, kind='stable')
+def select_pairs(scores, count, spanning=False, by='signal'):
+    """``count`` (parent, child) pairs of ``pair_scores``, largest ``by`` ('signal' or 'tv')
+    first (ties: layout order). ``spanning``: first a maximum spanning forest over those scores
+    (Kruskal: the strongest pair that joins two groups of columns not yet joined, as MST
+    measures its 2-way marginals), then the strongest pairs left."""
+    ranked = scores.sort_values(by, ascending=False, kind='stable')
     ranked = list(zip(ranked.parent, ranked.child))
     if not spanning:
         return ranked[:count]

@@ -100,6 +100,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     selected_pairs = 0
     selected_pair_weight = 1.0
     selected_pairs_spanning = False
+    #: what ranks the pairs: 'signal' (association energy) or 'tv' (distance from independence)
+    selected_pairs_score = 'signal'
 
     def _check_parameters(self):
         def number(value):
@@ -132,6 +134,27 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         if pool is not None and not (number(pool) and int(pool) == pool and pool >= 2):
             raise SynthesizerInputError(
                 f'reweight_generated_rows must be None (off) or an integer >= 2, got {pool!r}.'
+            )
+        count = self.selected_pairs
+        if not ((isinstance(count, str) and count == 'auto')
+                or (number(count) and int(count) == count and count >= 0)):
+            raise SynthesizerInputError(
+                f"selected_pairs must be 'auto', 0 (off) or an integer >= 1, got {count!r}."
+            )
+        if not (number(self.selected_pair_weight) and 0 < self.selected_pair_weight < float('inf')):
+            raise SynthesizerInputError(
+                f'selected_pair_weight must be a number > 0, got {self.selected_pair_weight!r} '
+                '(to leave the release out, set selected_pairs = 0).'
+            )
+        if not isinstance(self.selected_pairs_spanning, bool):
+            raise SynthesizerInputError(
+                f'selected_pairs_spanning must be True or False, got '
+                f'{self.selected_pairs_spanning!r}.'
+            )
+        if self.selected_pairs_score not in ('signal', 'tv'):
+            raise SynthesizerInputError(
+                "selected_pairs_score must be 'signal' or 'tv', got "
+                f'{self.selected_pairs_score!r}.'
             )
         for prefix in ('marginal', 'pair'):
             length = getattr(self, f'{prefix}_length_scale')
@@ -205,13 +228,15 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         return True  # every release is a sum over the rows (see engines.accumulate)
 
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        self._check_parameters()  # class attributes such as selected_pairs may have been set
         rng = self._torch_generator()
         terms = self._kernel_terms(blocks, rng, self._steps(len(x))) + self._shared_terms(blocks)
         selection = None
         if self.selected_pairs:
             count = None if self.selected_pairs == 'auto' else int(self.selected_pairs)
             selection = kme.PairSelection(count, float(self.selected_pair_weight),
-                                          self.selected_pairs_spanning)
+                                          self.selected_pairs_spanning,
+                                          self.selected_pairs_score)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
                         self._training(len(x), blocks), rng, self.verbose, selection)
         self._warn_if_unlinked(model, blocks)

@@ -2,13 +2,15 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from sdv_dpkme.engines import kme
 from sdv_dpkme.engines.kernel_terms import shared_terms
-from sdv_dpkme.engines.link_structure import select_pairs
+from sdv_dpkme.engines.link_structure import pair_scores, select_pairs
+from sdv_dpkme.features import Block, PairwiseKernelMap
 from sdv_dpkme.privacy import GaussianMechanism, Ledger, NoiseSource, PrivacyAccountant
 from tests.engines.test_link_structure import BLOCKS, table
 
@@ -142,3 +144,57 @@ def test_training_derives_the_selected_terms_moments_from_the_pairs_term(monkeyp
     assert len(direct_calls) == 6
     pd.testing.assert_frame_equal(derived.drop(columns='Step'), direct.drop(columns='Step'),
                                   rtol=1e-5)
+
+
+def _hub_and_hierarchy(n=60000, seed=0):
+    """h, d, m share a 'not in universe' category (60% of rows); otherwise h is independent of
+    d, and m = d's group of 4 (a detailed / major hierarchy). One-hot with an out-of-domain
+    bucket each, as the encoder lays them out."""
+    rng = np.random.default_rng(seed)
+    niu = rng.random(n) < 0.6
+    h = np.where(niu, 0, rng.integers(1, 3, n))
+    d = np.where(niu, 0, rng.integers(1, 17, n))
+    m = np.where(d == 0, 0, (d - 1) // 4 + 1)
+    widths = {'h': 4, 'd': 18, 'm': 6}
+    x, blocks, at = [], [], 0
+    for name, codes in (('h', h), ('d', d), ('m', m)):
+        x.append(np.eye(widths[name])[codes])
+        blocks.append(Block(name, 'categorical', tuple(range(at, at + widths[name]))))
+        at += widths[name]
+    return torch.as_tensor(np.hstack(x)), blocks
+
+
+def test_tv_score_sees_a_hierarchy_that_association_energy_ranks_below_a_shared_category():
+    x, blocks = _hub_and_hierarchy()
+    fmap = PairwiseKernelMap(blocks, 0.1)
+    y = torch.ones(len(x), 1, dtype=torch.float64)
+    exact = fmap.class_sums(x, y) / len(x)
+    scores = pair_scores(fmap, exact, torch.zeros(1), [1.0], ['h', 'd', 'm'])
+    by_pair = scores.set_index(['parent', 'child'])
+    # energy: the 'not in universe' cell rules it, the 12 hierarchy cells add little
+    assert by_pair.signal['h', 'm'] > by_pair.signal['h', 'd'] > by_pair.signal['d', 'm']
+    assert by_pair.tv['d', 'm'] > by_pair.tv['h', 'd'] + 0.08
+    assert by_pair.tv['h', 'd'] == pytest.approx(0.48, abs=0.01)  # 2 * 0.6 * 0.4
+    assert ('d', 'm') not in select_pairs(scores, 2, spanning=True)
+    assert select_pairs(scores, 2, spanning=True, by='tv')[0] == ('d', 'm')
+
+
+def test_tv_score_is_debiased_for_the_noise_of_many_cells():
+    x, blocks = _hub_and_hierarchy(seed=1)
+    rng = np.random.default_rng(2)
+    x[:, 4:22] = torch.as_tensor(np.eye(18)[rng.integers(1, 17, len(x))])  # d independent
+    fmap = PairwiseKernelMap(blocks, 0.1)
+    y = torch.ones(len(x), 1, dtype=torch.float64)
+    exact = fmap.class_sums(x, y) / len(x)
+    cell = 0.003  # one cell's noise std in probability units, as on Census's 'pairs' release
+    noisy = exact + cell / fmap.n_pairs ** 0.5 * torch.randn(
+        exact.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    noisy_scores = pair_scores(fmap, noisy, torch.tensor([cell]), [1.0], ['h', 'd', 'm'])
+    tv = noisy_scores.set_index(['parent', 'child']).tv
+    # h x d: 72 cells of noise alone would read as 0.09 of total variation
+    assert abs(tv['h', 'd']) < 0.02
+    exact_tv = pair_scores(fmap, exact, torch.zeros(1), [1.0], ['h', 'd', 'm'])
+    truth = exact_tv.set_index(['parent', 'child']).tv['h', 'm']
+    # a cell far from independence reads |delta| unbiased, so the correction over-subtracts
+    # there: at most cells * s * sqrt(2 / pi) / 2 (24 cells: 0.029)
+    assert truth - 24 * cell * 0.4 - 0.005 <= tv['h', 'm'] <= truth + 0.005

@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 from sdv.utils import load_synthesizer
 
+from sdv.errors import SynthesizerInputError
+
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
 from sdv_dpkme.engines.kme import LINK_NOISE_LIMIT
 from sdv_dpkme.engines.link_structure import choose_parents
@@ -118,3 +120,16 @@ def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_d
     assert synth._model.loss_values.attrs['selected_pairs'] is None
     assert 'selected_pairs' not in str(synth.get_privacy_report())
     assert build(DPMERFSynthesizer).selected_pairs == 0
+
+
+@pytest.mark.parametrize('cls', [DPHPSynthesizer, DPMERFSynthesizer])
+@pytest.mark.parametrize('attribute,value', [
+    ('selected_pairs', 'all'), ('selected_pairs', -1), ('selected_pairs', 2.5),
+    ('selected_pair_weight', 0), ('selected_pair_weight', float('nan')),
+    ('selected_pairs_spanning', 'yes'), ('selected_pairs_score', 'l2'),
+])
+def test_bad_selected_pair_settings_fail_at_fit_with_a_clear_error(cls, attribute, value):
+    synth = build(cls)
+    setattr(synth, attribute, value)
+    with pytest.raises(SynthesizerInputError, match=attribute):
+        synth.fit({'t': make_table()})
