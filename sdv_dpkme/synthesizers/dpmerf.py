@@ -70,7 +70,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         if self.releases == 'single':
             return super()._fit_engine(x, blocks, target, labels, columns, ledger)
         rng = self._torch_generator()
-        (term,) = self._kernel_terms(blocks, rng, self._steps(len(x)))
+        (term,) = self._kernel_terms(blocks, rng, self._steps(len(x), blocks))
         extra = self._shared_terms(blocks)
         model = kme.fit_minibatch(
             x, labels, blocks, target, columns, ledger, term, extra, self._shares(),

@@ -92,6 +92,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     #: a pair is linked only where its association energy is at least this multiple of the
     #: noise energy of its cells
     link_signal_ratio = kme.MIN_SIGNAL_RATIO
+    #: steps='auto' allows ``max_auto_steps`` up to this many columns (generator blocks) and
+    #: grows in proportion beyond, up to 3x (None: fixed)
+    auto_steps_columns = None
     #: > 0 or 'auto' (categorical columns - 1): this many categorical pairs, the most associated
     #: in the 'pairs' release (a spanning forest first with ``selected_pairs_spanning``), are
     #: released again (group 'selected_pairs', needs its budget share; DP-HP's default is 0.1)
@@ -190,9 +193,13 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             self.pair_length_scale, self.pair_weight, self.max_pair_features,
                             self.max_pair_width)
 
-    def _steps(self, n):
+    def _steps(self, n, blocks=()):
         if self.steps == 'auto':
-            return min(self.max_auto_steps, max(200, n))
+            cap = self.max_auto_steps
+            per = self.auto_steps_columns
+            if per and len(blocks) > per:  # wider tables: more pairs to fit, more steps
+                cap = min(3 * cap, round(cap * len(blocks) / per))
+            return min(cap, max(200, n))
         return int(self.steps)
 
     def _batch_size(self, n):
@@ -201,7 +208,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         return int(self.batch_size)
 
     def _training(self, n, blocks):
-        return kme.Training(self._steps(n), self._batch_size(n), self.learning_rate, self.latent_dim,
+        return kme.Training(self._steps(n, blocks), self._batch_size(n), self.learning_rate, self.latent_dim,
                             tuple(self.generator_dims), self.numeric_noise,
                             resolve_device(self.device),
                             int(getattr(self, 'reweight_generated_rows', None) or 0),
@@ -230,7 +237,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         self._check_parameters()  # class attributes such as selected_pairs may have been set
         rng = self._torch_generator()
-        terms = self._kernel_terms(blocks, rng, self._steps(len(x))) + self._shared_terms(blocks)
+        terms = (self._kernel_terms(blocks, rng, self._steps(len(x), blocks))
+                 + self._shared_terms(blocks))
         selection = None
         if self.selected_pairs:
             count = None if self.selected_pairs == 'auto' else int(self.selected_pairs)

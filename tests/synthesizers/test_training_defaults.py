@@ -37,6 +37,30 @@ def test_dphp_and_dpmerf_training_defaults():
     assert (hp.category_links, merf.category_links) == ('auto', False)
 
 
+def test_dphp_auto_steps_grow_with_the_columns_beyond_fourteen(monkeypatch):
+    hp, merf = build(DPHPSynthesizer, steps='auto'), build(DPMERFSynthesizer, steps='auto')
+    n = 10**6
+    assert [hp._steps(n, [None] * k) for k in (3, 14, 21, 40, 42, 80)] == \
+        [800, 800, 1200, 2286, 2400, 2400]
+    assert hp._steps(500, [None] * 40) == 500  # still at most one step per row
+    assert [merf._steps(n, [None] * k) for k in (3, 40)] == [500, 500]
+    hp.steps = 300
+    assert hp._steps(n, [None] * 40) == 300
+    # a fit trains (and plans DP-HP's product cycle for) the steps of its own columns
+    seen = []
+    original = DPHPSynthesizer._kernel_terms
+    monkeypatch.setattr(DPHPSynthesizer, 'auto_steps_columns', 2)
+    monkeypatch.setattr(DPHPSynthesizer, 'max_auto_steps', 7)
+    monkeypatch.setattr(DPHPSynthesizer, '_kernel_terms',
+                        lambda self, blocks, rng, steps: seen.append((len(blocks), steps))
+                        or original(self, blocks, rng, steps))
+    synth = build(DPHPSynthesizer, steps='auto')
+    synth.fit({'t': make_table()})
+    ((blocks, steps),) = seen
+    assert steps == min(21, round(7 * blocks / 2)) and steps > 7
+    assert len(synth.get_loss_values()) == steps
+
+
 @pytest.mark.parametrize('epsilon,linked', [(float('inf'), True), (1.0, False)])
 def test_links_follow_the_parents_chosen_on_the_released_pair_tables(epsilon, linked):
     synth = build(DPHPSynthesizer, target_column='label', epsilon=epsilon, category_links=True)
