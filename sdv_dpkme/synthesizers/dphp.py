@@ -56,7 +56,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
     #: Adult's 14 columns train in 800 steps; Census's 40 were undertrained there (quality 0.951
     #: with every release exact, 0.964 in 2400 steps; adult_plain.md, stop 37)
     auto_steps_columns = 14
-    #: an MST-like spanning tree of the categorical columns, released again and matched: +0.003
+    #: an MST-like spanning tree of the categorical columns, released again and matched: +0.004
     #: quality on Adult's 3-seed protocol, +0.007 on held-out hypothyroid (adult_plain.md)
     selected_pairs = 'auto'
     selected_pairs_spanning = True

@@ -208,8 +208,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         return int(self.batch_size)
 
     def _training(self, n, blocks):
-        return kme.Training(self._steps(n, blocks), self._batch_size(n), self.learning_rate, self.latent_dim,
-                            tuple(self.generator_dims), self.numeric_noise,
+        return kme.Training(self._steps(n, blocks), self._batch_size(n), self.learning_rate,
+                            self.latent_dim, tuple(self.generator_dims), self.numeric_noise,
                             resolve_device(self.device),
                             int(getattr(self, 'reweight_generated_rows', None) or 0),
                             self.learning_rate_schedule, self._category_smoothing(),

@@ -116,7 +116,6 @@ def test_no_selected_release_without_two_categorical_columns_in_the_pairs_term()
 
 def test_training_derives_the_selected_terms_moments_from_the_pairs_term(monkeypatch):
     from sdv_dpkme.engines.generator import TabularGenerator, train_generator
-    from sdv_dpkme.features import PairwiseKernelMap
 
     _, fmap, objectives = released(table(2000), 1.0, kme.PairSelection(1, 2.0))
     sub = objectives[-1].feature_map
