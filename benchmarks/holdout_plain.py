@@ -60,6 +60,8 @@ def declaration(arm):
         kwargs['category_links'] = False
     if arm == 'plain-linked':
         kwargs['category_links'] = True
+    if arm in ('plain-calibrated', 'plain-uncalibrated'):  # a class attribute, set after
+        kwargs['_attributes'] = {'calibration_parents': 2 if arm == 'plain-calibrated' else 0}
     return kwargs, bounds, categories
 
 
@@ -77,7 +79,10 @@ def run(arm, seed, method, data, meta, paired_noise=False):
     cls = sdv_dpkme.DPHPSynthesizer if method == 'dphp' else sdv_dpkme.DPMERFSynthesizer
     if paired_noise:  # every arm of a seed draws the same privacy noise
         kwargs['noise_seed'] = 1000 + seed
+    attributes = kwargs.pop('_attributes', {})
     synth = cls(meta, epsilon=1.0, random_state=seed, verbose=False, **kwargs)
+    for name, value in attributes.items():
+        setattr(synth, name, value)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         start = time.perf_counter()
@@ -105,7 +110,8 @@ def main(argv=None):
     parser.add_argument('--out', required=True, help='CSV, appended after every fit')
     parser.add_argument('--arms', default='plain-linear,plain',
                         help='comma-separated arms to run (plain-linear, plain, plain-reweight, '
-                             'plain-previous, plain-unsmoothed, plain-unlinked, plain-linked)')
+                             'plain-previous, plain-unsmoothed, plain-unlinked, plain-linked, '
+                             'plain-calibrated, plain-uncalibrated)')
     parser.add_argument('--paired-noise', action='store_true',
                         help='noise_seed = 1000 + seed in every arm (paired noise, not fresh)')
     args = parser.parse_args(argv)

@@ -152,7 +152,7 @@ class TabularGenerator(nn.Module):
         return rows, torch.cat([values, *soft, zeros], dim=1)[:, self._inverse]
 
     @torch.no_grad()
-    def sample(self, labels, generator):
+    def sample(self, labels, generator, probabilities=None):
         """Encoded rows for ``labels``, float32 (n, n_columns): numeric values as in ``forward``,
         null indicators and one-hot categories drawn, other columns (the target's) zero. float32
         is the network's own precision, so nothing is lost; 0 and 1 are exact.
@@ -161,6 +161,8 @@ class TabularGenerator(nn.Module):
         vectorised over rows (``torch.multinomial`` was most of the sampling time on wide tables).
         The work is done on columns x rows, where a block is a contiguous slab, and the result is
         returned as its transpose (a view, which pandas takes without a copy).
+        ``probabilities``: a dict that receives, per categorical head index, the (rows, public
+        categories) probabilities each row's category was drawn from (``engines.calibration``).
         """
         device = next(self.parameters()).device
         labels = torch.as_tensor(labels, dtype=torch.long)
@@ -184,6 +186,8 @@ class TabularGenerator(nn.Module):
             out[numeric] = values.numpy()
         everyone = np.arange(n)
         heads = [b for b in self.blocks if b.kind == 'categorical']
+        calibration = getattr(self, 'calibration', None) or {}  # None: trained before it
+        label_index = labels.numpy()
         for j, b in enumerate(drawn):
             if b.nullable:
                 null = b.columns[1]
@@ -198,10 +202,18 @@ class TabularGenerator(nn.Module):
                 seen = out[[c for i in parents for c in heads[i].columns]]
                 link = LINK_SCALE * self.links[k].detach().cpu().numpy()
                 logits[_rows(np.asarray(b.columns))] += link @ seen
+            for i, offsets in calibration.get(k, ()):  # see engines.calibration
+                offsets = offsets.numpy()  # (1 or classes, [w_parent,] w_child)
+                offsets = offsets[label_index if len(offsets) > 1 else np.zeros(n, dtype=int)]
+                if i is not None:  # offsets by the category drawn in head i
+                    offsets = offsets[everyone, out[list(heads[i].columns)].argmax(axis=0)]
+                logits[_rows(np.asarray(b.columns))] += offsets.T
             if len(inside) == 0:
                 out[b.columns[0]] = 1.0
                 continue
             cdf = self._inside_weights(logits, b.columns)
+            if probabilities is not None:
+                probabilities[k] = torch.from_numpy((cdf / cdf.sum(axis=0)).T.copy())
             for i in range(1, len(cdf)):  # row by row: 3x faster than np.cumsum on axis 0
                 cdf[i] += cdf[i - 1]
             total = cdf[-1]

@@ -8,13 +8,16 @@ Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3)
      optionally (``PairSelection``) the few categorical pairs most associated in the 'pairs'
      release are released again from the same pass, with their own share (step 4b);
   5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
-     rows are never touched again.
+     rows are never touched again;
+  6. optionally (``Training.calibration_parents``) fit offsets of G's categorical heads to the
+     released pair tables beyond their noise (``engines.calibration``; post-processing).
 Minibatch mode (DP-MERF's multi-release variant) replaces 3-4 for one term by one subsampled
 release per training step (``fit_minibatch``).
 
 Nothing here knows SDV: the input is the encoded matrix in the unit box and its public layout.
 """
 
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -23,6 +26,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from sdv_dpkme.engines.calibration import calibrate
 from sdv_dpkme.engines.accumulate import ArrayRows, as_rows
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.generator import (
@@ -72,6 +76,7 @@ class Training:
     category_links: tuple = ()  # names of the categorical blocks whose heads see earlier draws
     max_link_parents: int = None  # None: every earlier linked head; k: the k chosen by the pairs
     link_signal_ratio: float = MIN_SIGNAL_RATIO  # a chosen pair's association / noise energy
+    calibration_parents: int = 0  # > 0: calibrate the heads to the pair tables (``calibration``)
 
 
 @dataclass
@@ -351,6 +356,12 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
     history.attrs['pair_cell_noise'] = noise
     history.attrs['link_scores'] = scores
     model = KMEModel(generator, columns, target, weights, history, collapsed)
+    if training.calibration_parents:
+        started = time.perf_counter()
+        history.attrs['calibrated_pairs'] = calibrate(
+            model.generator, objectives, weights, rng, training.calibration_parents,
+            verbose=verbose)
+        history.attrs['calibration_seconds'] = time.perf_counter() - started
     if training.reweight_rows:
         model.pools = reweighted_pools(model, objectives, training.reweight_rows, rng, verbose)
     return model

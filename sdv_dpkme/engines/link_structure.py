@@ -33,16 +33,18 @@ import torch
 MIN_SIGNAL_RATIO = 1.0
 
 
-def pair_scores(pair_map, target, cell_noise, class_weights, names):
+def pair_scores(pair_map, target, cell_noise, class_weights, names, pairs=None):
     """DataFrame (child, parent, signal, noise, tv) over every pair of ``names`` (the candidate
-    categorical blocks, layout order), parent before child. ``target`` (C, dim): the released
-    'pairs' means per class; ``cell_noise`` (C,): one cell's noise std per class;
-    ``class_weights`` (C,): released (0 for classes not trained)."""
+    categorical blocks, layout order), parent before child, or over the (parent, child)
+    ``pairs`` given. ``target`` (C, dim): the released 'pairs' means per class; ``cell_noise``
+    (C,): one cell's noise std per class; ``class_weights`` (C,): released (0 for classes not
+    trained)."""
     weights = np.asarray(class_weights, dtype=float)
     w = torch.as_tensor(weights / weights.sum(), dtype=torch.float64)
     s2 = float((w ** 2 * cell_noise.double() ** 2).sum())
     pooled = (w @ target.double())[None]
-    pairs = [(parent, child) for j, child in enumerate(names) for parent in names[:j]]
+    if pairs is None:
+        pairs = [(parent, child) for j, child in enumerate(names) for parent in names[:j]]
     rows = []
     for (parent, child), tables in pair_map.joint_tables(pooled, pairs).items():
         table = tables[0]

@@ -105,6 +105,11 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     selected_pairs_spanning = False
     #: what ranks the pairs: 'signal' (association energy) or 'tv' (distance from independence)
     selected_pairs_score = 'signal'
+    #: > 0: after training, each categorical head's category probabilities take offsets by class,
+    #: by its own marginal and by the categories drawn in up to this many earlier heads, fitted
+    #: to the released pair tables beyond their noise (``engines.calibration``; post-processing).
+    #: 0: off
+    calibration_parents = 0
 
     def _check_parameters(self):
         def number(value):
@@ -158,6 +163,11 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             raise SynthesizerInputError(
                 "selected_pairs_score must be 'signal' or 'tv', got "
                 f'{self.selected_pairs_score!r}.'
+            )
+        parents = self.calibration_parents
+        if not (number(parents) and int(parents) == parents and parents >= 0):
+            raise SynthesizerInputError(
+                f'calibration_parents must be 0 (off) or an integer >= 1, got {parents!r}.'
             )
         for prefix in ('marginal', 'pair'):
             length = getattr(self, f'{prefix}_length_scale')
@@ -214,7 +224,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             int(getattr(self, 'reweight_generated_rows', None) or 0),
                             self.learning_rate_schedule, self._category_smoothing(),
                             self._category_links(blocks), self.max_link_parents,
-                            self.link_signal_ratio)
+                            self.link_signal_ratio, int(self.calibration_parents))
 
     def _category_links(self, blocks):
         """The categorical columns whose heads may be linked: those at most ``max_link_width``

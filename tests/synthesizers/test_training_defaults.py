@@ -157,3 +157,34 @@ def test_bad_selected_pair_settings_fail_at_fit_with_a_clear_error(cls, attribut
     setattr(synth, attribute, value)
     with pytest.raises(SynthesizerInputError, match=attribute):
         synth.fit({'t': make_table()})
+
+
+def test_dphp_calibrates_its_heads_by_default_without_changing_the_releases(tmp_path):
+    table = make_table()
+    on = build(DPHPSynthesizer, noise_seed=3)
+    assert on.calibration_parents == 2 and build(DPMERFSynthesizer).calibration_parents == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # noise_seed: not private, as the test wants
+        on.fit({'t': table})
+        off = build(DPHPSynthesizer, noise_seed=3)
+        off.calibration_parents = 0
+        off.fit({'t': table})
+    attrs = on._model.loss_values.attrs
+    assert attrs['calibration_seconds'] > 0 and isinstance(attrs['calibrated_pairs'], list)
+    offsets = on._model.generator.calibration
+    assert offsets and any((t != 0).any() for v in offsets.values() for _, t in v)
+    assert not getattr(off._model.generator, 'calibration', None)
+    assert 'calibrated_pairs' not in off._model.loss_values.attrs
+    # post-processing: the same releases, the same report
+    assert str(on.get_privacy_report()) == str(off.get_privacy_report())
+    on.save(tmp_path / 'on.pkl')
+    loaded = load_synthesizer(tmp_path / 'on.pkl')
+    pd.testing.assert_frame_equal(loaded.sample(50)['t'], on.sample(50)['t'])
+
+
+@pytest.mark.parametrize('value', [-1, 1.5, 'auto', None])
+def test_bad_calibration_parents_fail_at_fit_with_a_clear_error(value):
+    synth = build(DPHPSynthesizer)
+    synth.calibration_parents = value
+    with pytest.raises(SynthesizerInputError, match='calibration_parents'):
+        synth.fit({'t': make_table()})
