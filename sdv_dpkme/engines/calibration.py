@@ -33,8 +33,8 @@ from tqdm.auto import tqdm
 from sdv_dpkme.engines.link_structure import pair_scores
 from sdv_dpkme.features import PairwiseKernelMap
 
-#: most offsets a single round may add to one cell (nats): a cell generated a handful of times
-#: against a large released one is moved over several rounds, not at once
+#: most one pass of iterative proportional fitting may add to one cell's offset (nats): a cell
+#: generated a handful of times against a large released one is moved over several passes
 MAX_STEP = 3.0
 #: passes of iterative proportional fitting over a head's factors per round of generated rows
 INNER_ITERATIONS = 5
@@ -216,7 +216,8 @@ def calibrate(generator, objectives, class_weights, rng, max_parents=2, rounds=4
     targets = {}  # fixed in the first round: the trained generator's tables, moved
     for _ in tqdm(range(rounds), desc='Calibrating categorical heads', disable=not verbose,
                   leave=False):
-        probs = {}
+        probs = dict.fromkeys(by_head)  # only the calibrated heads: a wide one left out of
+        # the pair tables would hold rows x its categories
         drawn = torch.from_numpy(generator.sample(labels, rng, probs))
         floor = 1.0 / len(drawn)
         for j in sorted(by_head):  # layout order: a parent's targets come before its child's

@@ -161,8 +161,8 @@ class TabularGenerator(nn.Module):
         vectorised over rows (``torch.multinomial`` was most of the sampling time on wide tables).
         The work is done on columns x rows, where a block is a contiguous slab, and the result is
         returned as its transpose (a view, which pandas takes without a copy).
-        ``probabilities``: a dict that receives, per categorical head index, the (rows, public
-        categories) probabilities each row's category was drawn from (``engines.calibration``).
+        ``probabilities``: a dict keyed by categorical head indices; each gets the (rows, public
+        categories) probabilities that head's category was drawn from (``engines.calibration``).
         """
         device = next(self.parameters()).device
         labels = torch.as_tensor(labels, dtype=torch.long)
@@ -212,7 +212,7 @@ class TabularGenerator(nn.Module):
                 out[b.columns[0]] = 1.0
                 continue
             cdf = self._inside_weights(logits, b.columns)
-            if probabilities is not None:
+            if probabilities is not None and k in probabilities:
                 probabilities[k] = torch.from_numpy((cdf / cdf.sum(axis=0)).T.copy())
             for i in range(1, len(cdf)):  # row by row: 3x faster than np.cumsum on axis 0
                 cdf[i] += cdf[i - 1]

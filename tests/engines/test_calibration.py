@@ -126,10 +126,11 @@ def test_generators_saved_before_calibration_still_sample():
 
 def test_sampling_reports_the_probabilities_it_draws_from():
     gen = untrained()
-    probs = {}
+    probs = {0: None, 2: None}
     rows = gen.sample(torch.zeros(20000, dtype=torch.long), torch.Generator().manual_seed(0),
                       probs)
-    assert sorted(probs) == [0, 1, 2]  # every categorical head, public categories only
+    assert sorted(probs) == [0, 2]  # the heads asked for, their public categories only
+    assert tuple(probs[0].shape) == (20000, 4)
     assert tuple(probs[2].shape) == (20000, 4)
     torch.testing.assert_close(probs[2].sum(1), torch.ones(20000))
     drawn = torch.from_numpy(rows[:, 10:14]).mean(0)
