@@ -30,6 +30,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from sdv_dpkme.engines.link_structure import choose_parents as link_parents
 from sdv_dpkme.engines.link_structure import pair_scores
 from sdv_dpkme.features import PairwiseKernelMap
 
@@ -55,9 +56,10 @@ def _pair_sources(objectives):
 
 
 def choose_parents(objectives, class_weights, names, max_parents):
-    """{child: [parents]} over the categorical block names ``names`` (layout order), parents
-    before their child. Each pair is scored on its least noisy release (``pair_scores``): a
-    pair released again is kept where its own, smaller noise lets it stand out."""
+    """{child: parents} over the categorical block names ``names`` (layout order), parents
+    before their child, by debiased total variation (``link_structure.choose_parents``). Each
+    pair is scored on its least noisy release (``pair_scores``): a pair released again is kept
+    where its own, smaller noise lets it stand out."""
     sources = _pair_sources(objectives)
     names = [b.name for b in sources[-1][0].blocks if b.name in set(names)] if sources else []
     order = {name: k for k, name in enumerate(names)}
@@ -68,16 +70,9 @@ def choose_parents(objectives, class_weights, names, max_parents):
         scored |= {frozenset(p) for p in pairs}
         if pairs:
             frames.append(pair_scores(fmap, target, noise, class_weights, names, pairs))
-    if not frames or max_parents < 1:
+    if not frames:
         return {}
-    scores = pd.concat(frames, ignore_index=True)
-    keep = scores[(scores.signal > 0) & (scores.signal >= scores.noise) & (scores.tv > 0)]
-    parents = {}
-    for child in names:
-        best = keep[keep.child == child].nlargest(max_parents, 'tv')
-        if len(best):
-            parents[child] = [p for p in names if p in set(best.parent)]
-    return parents
+    return link_parents(pd.concat(frames, ignore_index=True), names, max_parents, by='tv')
 
 
 def released_table(sources, parent, child):
@@ -178,9 +173,10 @@ def _frequencies(probs, parent=None):
 def calibrate(generator, objectives, class_weights, rng, max_parents=2, rounds=4, rows=50000,
               threshold=2.0, verbose=False, sparse=0.9):
     """Fit ``generator.calibration`` ({child head index: [(parent head index, or None for the
-    child's marginal, offsets (1, [w_parent,] w_child))]}) to the released pair tables pooled
-    over the classes by their released weights (a rare class's own tables are mostly noise);
-    returns the (parent, child) names of the calibrated pairs."""
+    child's marginal, offsets ([w_parent,] w_child))]}) to the released pair tables pooled over
+    the classes by their released weights (a rare class's own tables are mostly noise; the
+    offsets are shared by the classes); returns the (parent, child) names of the calibrated
+    pairs."""
     heads = [b for b in generator.blocks if b.kind == 'categorical']
     index = {b.name: j for j, b in enumerate(heads)}
     weights = np.asarray(class_weights, dtype=float)
@@ -206,7 +202,7 @@ def calibrate(generator, objectives, class_weights, rng, max_parents=2, rounds=4
         return []
     offsets = {}
     for j, i, table, _ in plan:
-        offsets[j, i] = torch.zeros(1, *table.shape[:-1], table.shape[-1] + 1)
+        offsets[j, i] = torch.zeros(*table.shape[:-1], table.shape[-1] + 1)
         generator.calibration.setdefault(j, []).append((i, offsets[j, i]))
     counts = np.round(weights / weights.sum() * rows).astype(int)
     labels = torch.as_tensor(np.repeat(np.arange(len(weights)), counts))
@@ -236,10 +232,10 @@ def calibrate(generator, objectives, class_weights, rng, max_parents=2, rounds=4
                 for _, i, _, _ in by_head[j]:
                     generated, _ = _frequencies(p, seen.get(i))
                     step = _log_step(targets[j, i], generated, floor).double()
-                    held = offsets[j, i][0, ..., :-1]
+                    held = offsets[j, i][..., :-1]
                     moved = (held + step).clamp(-MAX_OFFSET, MAX_OFFSET)
                     step = moved - held
-                    offsets[j, i][0, ..., :-1] = moved.float()
+                    offsets[j, i][..., :-1] = moved.float()
                     p = p * torch.exp(step if i is None else step[seen[i][0]])
                     p = p / p.sum(1, keepdim=True)
     return [(heads[i].name, heads[j].name) for j, i, _, _ in plan if i is not None]

@@ -187,7 +187,6 @@ class TabularGenerator(nn.Module):
         everyone = np.arange(n)
         heads = [b for b in self.blocks if b.kind == 'categorical']
         calibration = getattr(self, 'calibration', None) or {}  # None: trained before it
-        label_index = labels.numpy()
         for j, b in enumerate(drawn):
             if b.nullable:
                 null = b.columns[1]
@@ -203,11 +202,12 @@ class TabularGenerator(nn.Module):
                 link = LINK_SCALE * self.links[k].detach().cpu().numpy()
                 logits[_rows(np.asarray(b.columns))] += link @ seen
             for i, offsets in calibration.get(k, ()):  # see engines.calibration
-                offsets = offsets.numpy()  # (1 or classes, [w_parent,] w_child)
-                offsets = offsets[label_index if len(offsets) > 1 else np.zeros(n, dtype=int)]
-                if i is not None:  # offsets by the category drawn in head i
-                    offsets = offsets[everyone, out[list(heads[i].columns)].argmax(axis=0)]
-                logits[_rows(np.asarray(b.columns))] += offsets.T
+                offsets = offsets.numpy()  # ([w_parent,] w_child), shared by the classes
+                if i is None:
+                    offsets = offsets[:, None]
+                else:  # by the category drawn in head i
+                    offsets = offsets[out[list(heads[i].columns)].argmax(axis=0)].T
+                logits[_rows(np.asarray(b.columns))] += offsets
             if len(inside) == 0:
                 out[b.columns[0]] = 1.0
                 continue

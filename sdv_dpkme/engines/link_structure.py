@@ -58,13 +58,15 @@ def pair_scores(pair_map, target, cell_noise, class_weights, names, pairs=None):
     return pd.DataFrame(rows, columns=['child', 'parent', 'signal', 'noise', 'tv'])
 
 
-def choose_parents(scores, names, max_parents, min_ratio=MIN_SIGNAL_RATIO):
+def choose_parents(scores, names, max_parents, min_ratio=MIN_SIGNAL_RATIO, by='signal'):
     """{child: parents} from ``pair_scores``: up to ``max_parents`` earlier heads each, the
-    strongest with signal >= min_ratio x noise (and > 0); children without any are left out."""
-    keep = scores[(scores.signal > 0) & (scores.signal >= min_ratio * scores.noise)]
+    largest ``by`` ('signal' or 'tv', > 0) among those with signal >= min_ratio x noise (and
+    > 0); children without any are left out."""
+    keep = scores[(scores.signal > 0) & (scores.signal >= min_ratio * scores.noise)
+                  & (scores[by] > 0)]
     parents = {}
     for child in names:
-        best = keep[keep.child == child].nlargest(max_parents, 'signal')
+        best = keep[keep.child == child].nlargest(max_parents, by)
         if len(best):
             parents[child] = tuple(p for p in names if p in set(best.parent))
     return parents

@@ -105,10 +105,10 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     selected_pairs_spanning = False
     #: what ranks the pairs: 'signal' (association energy) or 'tv' (distance from independence)
     selected_pairs_score = 'signal'
-    #: > 0: after training, each categorical head's category probabilities take offsets by class,
-    #: by its own marginal and by the categories drawn in up to this many earlier heads, fitted
-    #: to the released pair tables beyond their noise (``engines.calibration``; post-processing).
-    #: 0: off
+    #: > 0: after training, each categorical head's category probabilities take offsets by its
+    #: own categories and by the categories drawn in up to this many earlier heads, fitted to the
+    #: class-pooled released pair tables beyond their noise (``engines.calibration``;
+    #: post-processing). 0: off
     calibration_parents = 0
 
     def _check_parameters(self):
