@@ -7,6 +7,7 @@ label weights and released embeddings, and only ever evaluates feature maps on g
 import math
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -152,7 +153,7 @@ class TabularGenerator(nn.Module):
         return rows, torch.cat([values, *soft, zeros], dim=1)[:, self._inverse]
 
     @torch.no_grad()
-    def sample(self, labels, generator, probabilities=None):
+    def sample(self, labels, generator, probabilities=None, adjust=None):
         """Encoded rows for ``labels``, float32 (n, n_columns): numeric values as in ``forward``,
         null indicators and one-hot categories drawn, other columns (the target's) zero. float32
         is the network's own precision, so nothing is lost; 0 and 1 are exact.
@@ -163,6 +164,8 @@ class TabularGenerator(nn.Module):
         returned as its transpose (a view, which pandas takes without a copy).
         ``probabilities``: a dict keyed by categorical head indices; each gets the (rows, public
         categories) probabilities that head's category was drawn from (``engines.calibration``).
+        ``adjust``: {head index: f}, f((public categories, rows) probabilities) -> a logit step
+        per category, applied ``ADJUST_PASSES`` times before the head is drawn.
         """
         device = next(self.parameters()).device
         labels = torch.as_tensor(labels, dtype=torch.long)
@@ -184,6 +187,8 @@ class TabularGenerator(nn.Module):
             if noise is not None:
                 values = 1 - (1 - (values + self.numeric_noise * noise.cpu().T).abs()).abs()
             out[numeric] = values.numpy()
+            for column, (grid, mapped) in (getattr(self, 'value_maps', None) or {}).items():
+                out[column] = np.interp(out[column], grid, mapped)  # engines.calibration
         everyone = np.arange(n)
         heads = [b for b in self.blocks if b.kind == 'categorical']
         calibration = getattr(self, 'calibration', None) or {}  # None: trained before it
@@ -205,6 +210,9 @@ class TabularGenerator(nn.Module):
                 offsets = offsets.numpy()  # ([w_parent,] w_child), shared by the classes
                 if i is None:
                     offsets = offsets[:, None]
+                elif isinstance(i, CategoryGroups):  # by the group of a category drawn earlier
+                    drawn_category = out[list(heads[i.head].columns)].argmax(axis=0)
+                    offsets = offsets[np.asarray(i.groups)[drawn_category]].T
                 else:  # by the category drawn in head i
                     offsets = offsets[out[list(heads[i].columns)].argmax(axis=0)].T
                 logits[_rows(np.asarray(b.columns))] += offsets
@@ -212,6 +220,11 @@ class TabularGenerator(nn.Module):
                 out[b.columns[0]] = 1.0
                 continue
             cdf = self._inside_weights(logits, b.columns)
+            if adjust is not None and k in adjust:  # engines.calibration: fit this head's
+                # marginal to the rows drawn before it, in logit units (exact with smoothing)
+                for _ in range(ADJUST_PASSES):
+                    logits[inside] += adjust[k](cdf / cdf.sum(axis=0))[:, None]
+                    cdf = self._inside_weights(logits, b.columns)
             if probabilities is not None and k in probabilities:
                 probabilities[k] = torch.from_numpy((cdf / cdf.sum(axis=0)).T.copy())
             for i in range(1, len(cdf)):  # row by row: 3x faster than np.cumsum on axis 0
@@ -243,6 +256,9 @@ class TabularGenerator(nn.Module):
 #: (about 10) in a few hundred steps (a 10-category one-to-one map on a 5,000-row toy table came
 #: out right in 90% of draws without links or with unscaled ones, 97% at 10x)
 LINK_SCALE = 10.0
+#: logit steps ``sample``'s ``adjust`` takes per head (Newton steps on one head's marginal: rows
+#: that earlier heads' offsets made nearly certain slow them to linear convergence)
+ADJUST_PASSES = 5
 
 
 def linked_blocks(blocks, max_width, max_parameters):
@@ -266,6 +282,14 @@ def _head_parents(heads, links):
         return parents
     linked = [b.name in set(links) for b in heads]
     return [[i for i in range(j) if linked[i]] if linked[j] else [] for j in range(len(heads))]
+
+
+class CategoryGroups(NamedTuple):
+    """A calibration parent that is a wide categorical head seen through groups of its
+    consecutive categories (``groups[category]``: its group)."""
+
+    head: int
+    groups: tuple
 
 
 def _rows(index):

@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from sdv_dpkme.engines.calibration import calibrate
+from sdv_dpkme.engines.calibration import calibrate, calibrate_values
 from sdv_dpkme.engines.accumulate import ArrayRows, as_rows
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.generator import (
@@ -77,6 +77,8 @@ class Training:
     max_link_parents: int = None  # None: every earlier linked head; k: the k chosen by the pairs
     link_signal_ratio: float = MIN_SIGNAL_RATIO  # a chosen pair's association / noise energy
     calibration_parents: int = 0  # > 0: calibrate the heads to the pair tables (``calibration``)
+    ordered_heads: tuple = ()  # categorical blocks over consecutive integers (discrete numbers)
+    calibration_rows: int = 50000  # generated rows per calibration round
 
 
 @dataclass
@@ -358,9 +360,11 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
     model = KMEModel(generator, columns, target, weights, history, collapsed)
     if training.calibration_parents:
         started = time.perf_counter()
+        history.attrs['calibrated_values'] = calibrate_values(
+            model.generator, objectives, weights, rng, training.calibration_rows)
         history.attrs['calibrated_pairs'] = calibrate(
             model.generator, objectives, weights, rng, training.calibration_parents,
-            verbose=verbose)
+            rows=training.calibration_rows, verbose=verbose, ordered=training.ordered_heads)
         history.attrs['calibration_seconds'] = time.perf_counter() - started
     if training.reweight_rows:
         model.pools = reweighted_pools(model, objectives, training.reweight_rows, rng, verbose)

@@ -8,7 +8,9 @@ import warnings
 
 from sdv.errors import SynthesizerInputError
 
+from sdv_dpkme.domain.spec import is_discrete
 from sdv_dpkme.engines import kme
+from sdv_dpkme.engines.calibration import generated_rows
 from sdv_dpkme.engines.errors import CollapsedGeneratorWarning
 from sdv_dpkme.engines.generator import SCHEDULES, linked_blocks, resolve_device
 from sdv_dpkme.engines.kernel_terms import shared_terms
@@ -224,7 +226,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             int(getattr(self, 'reweight_generated_rows', None) or 0),
                             self.learning_rate_schedule, self._category_smoothing(),
                             self._category_links(blocks), self.max_link_parents,
-                            self.link_signal_ratio, int(self.calibration_parents))
+                            self.link_signal_ratio, int(self.calibration_parents),
+                            tuple(name for name, d in self._domains.items() if is_discrete(d)),
+                            generated_rows(n))
 
     def _category_links(self, blocks):
         """The categorical columns whose heads may be linked: those at most ``max_link_width``

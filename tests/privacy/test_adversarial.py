@@ -48,8 +48,9 @@ ADAPTIVE = ('selected_pairs',)
 # Set per instance whatever the data (a random id, the calendar day): not facts about the rows.
 PER_INSTANCE = ('._synthesizer_id', '._fitted_date', '._creation_date')
 # The generator's structure is public and compared; only its trained values are outputs, and
-# the calibration of its heads, fitted to the releases after training (engines.calibration).
-STRUCTURE = ('._parameters', '._buffers', '.calibration')
+# the calibration of its heads and its numeric value maps, fitted to the releases after training
+# (engines.calibration).
+STRUCTURE = ('._parameters', '._buffers', '.calibration', '.value_maps')
 
 CASES = [pytest.param(cls, mode, id=f'{cls.__name__}-{mode}')
          for cls, spec in SYNTHESIZERS.items() for mode in spec['modes']]

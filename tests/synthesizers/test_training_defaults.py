@@ -171,10 +171,14 @@ def test_dphp_calibrates_its_heads_by_default_without_changing_the_releases(tmp_
         off.fit({'t': table})
     attrs = on._model.loss_values.attrs
     assert attrs['calibration_seconds'] > 0 and isinstance(attrs['calibrated_pairs'], list)
+    # 240 rows: no numeric column's release stands 3 noise stds from the generated one
+    assert attrs['calibrated_values'] == [] and on._model.generator.value_maps == {}
     offsets = on._model.generator.calibration
     assert offsets and any((t != 0).any() for v in offsets.values() for _, t in v)
     assert not getattr(off._model.generator, 'calibration', None)
     assert 'calibrated_pairs' not in off._model.loss_values.attrs
+    assert 'calibrated_values' not in off._model.loss_values.attrs
+    assert not getattr(off._model.generator, 'value_maps', None)
     # post-processing: the same releases, the same report
     assert str(on.get_privacy_report()) == str(off.get_privacy_report())
     on.save(tmp_path / 'on.pkl')
