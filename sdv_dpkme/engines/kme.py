@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from sdv_dpkme.engines.calibration import calibrate, calibrate_values
+from sdv_dpkme.engines.calibration import ROWS, calibrate, calibrate_values
 from sdv_dpkme.engines.accumulate import ArrayRows, as_rows
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.generator import (
@@ -78,7 +78,7 @@ class Training:
     link_signal_ratio: float = MIN_SIGNAL_RATIO  # a chosen pair's association / noise energy
     calibration_parents: int = 0  # > 0: calibrate the heads to the pair tables (``calibration``)
     ordered_heads: tuple = ()  # categorical blocks over consecutive integers (discrete numbers)
-    calibration_rows: int = 50000  # generated rows per calibration round
+    calibration_rows: int = ROWS[1]  # generated rows per calibration round (``generated_rows``)
 
 
 @dataclass
