@@ -40,6 +40,14 @@ class Block:
     def nullable(self):
         return self.kind == 'numeric' and len(self.columns) == 2
 
+    def of(self, x):
+        """The block's columns of ``x`` (n, width): a slice where they are consecutive (a view,
+        whose backward is cheap; a list index costs a scatter per training step)."""
+        first = self.columns[0]
+        if tuple(self.columns) == tuple(range(first, first + len(self.columns))):
+            return x[:, first:first + len(self.columns)]
+        return x[:, list(self.columns)]
+
 
 def _block_dim(block, order):
     if block.kind == 'numeric':
@@ -105,7 +113,7 @@ class BlockFeatureMap:
                     out[b.name] = hp[j]
         for b in self.blocks:
             if b.kind == 'categorical':
-                out[b.name] = x[:, list(b.columns)]
+                out[b.name] = b.of(x)
         return [out[b.name] for b in self.blocks]
 
     def _block_dim(self, block):

@@ -154,7 +154,7 @@ class PairwiseKernelMap:
     def _parts(self, x):
         """psi of every column, in block order."""
         numeric = iter(self._series.column_features(x, self._numeric) if self._numeric else [])
-        return [next(numeric) if b.kind == 'numeric' else x[:, list(b.columns)]
+        return [next(numeric) if b.kind == 'numeric' else b.of(x)
                 for b in self.blocks]
 
     def _column_features(self, x, project=False):
@@ -220,15 +220,18 @@ class PairwiseKernelMap:
         return self._cast[device]
 
     def _pair_sums(self, feats, y):
-        """sum_i y_ic phi(x_i) for every class c: blocks of the class second-moment matrices."""
-        n, classes = y.shape
+        """sum_i y_ic phi(x_i) for every class c: blocks of the class second-moment matrices.
+        Each class's matrix from its own rows only: with one-hot y (training batches, the
+        private pass) that is one (W, n) x (n, W) product in all, not one per class."""
+        out = feats.new_zeros(y.shape[1], self.dim)
+        index = self._index(feats.device)
+        scale = math.sqrt(self.n_pairs)
+        weights = y.detach()
         # classes absent from y (e.g. the never-generated out-of-domain bucket) have zero sums
-        active = torch.nonzero(y.detach().abs().sum(0)).flatten()
-        ya = y[:, active]
-        weighted = (ya.unsqueeze(2) * feats.unsqueeze(1)).reshape(n, -1)  # (n, C' * W)
-        moments = (weighted.T @ feats).reshape(len(active), -1)  # (C', W * W)
-        out = feats.new_zeros(classes, self.dim)
-        out[active] = moments[:, self._index(feats.device)] / math.sqrt(self.n_pairs)
+        for c in torch.nonzero(weights.abs().sum(0)).flatten().tolist():
+            rows = torch.nonzero(weights[:, c]).flatten()
+            f = feats[rows]
+            out[c] = ((f * y[rows, c:c + 1]).T @ f).reshape(-1)[index] / scale
         return out
 
     def __call__(self, x):

@@ -80,6 +80,26 @@ def test_class_sums_and_moments_match_the_dense_map():
     assert torch.allclose(fmap.class_moments(x, y)[0], y.T @ dense, atol=1e-12)
 
 
+def test_class_sums_of_any_weights_and_their_gradients_match_the_dense_map():
+    # the sums are computed per class over that class's rows only: soft, overlapping, signed
+    # and all-zero weights, every map, and the gradients training takes through them must
+    # still equal the dense y^T phi(x)
+    gen = torch.Generator().manual_seed(3)
+    y = torch.rand(70, 4, generator=gen, dtype=torch.float64) - 0.3
+    y[::3, 0] = 0
+    y[:, 2] = 0
+    fmap = PairwiseKernelMap(BLOCKS, 0.05)
+    for m in (fmap, fmap.restricted([('d', 'a'), ('b', 'c')]), fmap.restricted([('c', 'd')])):
+        x = _rows(70).requires_grad_(True)
+        sums = m.class_moments(x, y)[0]
+        probe = torch.randn(sums.shape, generator=gen, dtype=torch.float64)
+        (grad,) = torch.autograd.grad((sums * probe).sum(), x)
+        dense = y.T @ m(x)
+        (expected,) = torch.autograd.grad((dense * probe).sum(), x)
+        assert torch.allclose(sums, dense, atol=1e-12)
+        assert torch.allclose(grad, expected, atol=1e-10)
+
+
 def test_garbage_rows_are_projected_and_move_embedding_by_at_most_two_over_n():
     fmap = PairwiseKernelMap(BLOCKS, 0.1)
     garbage = torch.full((1, WIDTH), 1e6, dtype=torch.float64)
