@@ -12,7 +12,8 @@ def class_mean_embeddings(x, labels, n_classes, feature_maps, max_chunk_floats=M
     Rows are visited once, in chunks sized so that a chunk's features stay below
     ``max_chunk_floats`` floats: memory does not grow with n. Each row's features are projected
     onto the unit ball (a no-op up to rounding for valid rows), so replacing one row moves the
-    stacked matrix by at most 2/n in Frobenius norm whatever the row holds. The partial sums of
+    stacked matrix by at most 2/n in Frobenius norm whatever the row holds (by
+    ``features.replace_sensitivity(map) / n``, which is tighter for the sum kernel). The partial sums of
     ``sdv_dpkme.engines.accumulate`` do the work (the same pass as the distributed fits).
     """
     if len(x) == 0:

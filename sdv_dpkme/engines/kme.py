@@ -4,7 +4,8 @@ Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3)
   1. plan: split the precision of the budget over the releases (``plan_releases``);
   2. class proportions w = counts / n + N(0, (sigma sqrt(2)/n)^2) (only with a target);
   3. one pass over the private rows: M_k = (1/n) sum_i phi_k(x_i) y_i^T for every kernel term k;
-  4. releases M_k + N(0, (sigma_k 2/n)^2) (sensitivity 2/n because ||phi_k|| <= 1);
+  4. releases M_k + N(0, (sigma_k D_k/n)^2): sensitivity D_k/n, D_k = 2 as ||phi_k|| <= 1, or
+     the map's tighter proven bound (the sum kernel's one-hot blocks: ``replace_sensitivity``);
      optionally (``PairSelection``) the few categorical pairs most associated in the 'pairs'
      release are released again from the same pass, with their own share (step 4b);
   5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
@@ -41,7 +42,7 @@ from sdv_dpkme.engines.link_structure import (
     pair_scores,
     select_pairs,
 )
-from sdv_dpkme.features import PairwiseKernelMap
+from sdv_dpkme.features import PairwiseKernelMap, replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 
 
@@ -168,16 +169,17 @@ def release_terms(stats, terms, sigmas, divisor, ledger):
     n = stats.n
     objectives = []
     for term, embedding in zip(terms, stats.means()):
+        sensitivity = replace_sensitivity(term.feature_map) / n
         noisy = ledger.mechanism.release(
             embedding, name=term.group, description=term.feature_map.describe(),
-            sensitivity=2 / n, noise_multiplier=sigmas[term.group],
+            sensitivity=sensitivity, noise_multiplier=sigmas[term.group],
         )
         objectives.append(Objective(
             term.label, term.feature_map,
             noisy / divisor,  # joint -> class-conditional means (post-processing)
             weight=term.weight, first_step=term.first_step, last_step=term.last_step,
             period=term.period, phase=term.phase,
-            noise_std=(sigmas[term.group] * 2 / n) / divisor[:, 0],
+            noise_std=(sigmas[term.group] * sensitivity) / divisor[:, 0],
         ))
     return objectives
 
@@ -286,7 +288,8 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
     mechanism = SubsampledGaussianMechanism(
         accountant, ledger.noise, name=f'{term.group}_minibatch',
         description=term.feature_map.describe() + f', {batch} of {n} rows per step',
-        sensitivity=2 / batch, sample_size=batch, population=n, count=training.steps,
+        sensitivity=replace_sensitivity(term.feature_map) / batch, sample_size=batch,
+        population=n, count=training.steps,
     )
     x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
     labels = torch.as_tensor(np.zeros(n) if labels is None else labels, dtype=torch.long)

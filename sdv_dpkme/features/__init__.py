@@ -6,6 +6,7 @@ from sdv_dpkme.features.blocks import (
     SumKernelMap,
     draw_product_subsets,
     project_unit_ball,
+    replace_sensitivity,
 )
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
 from sdv_dpkme.features.marginal import FourierMarginalMap
@@ -24,4 +25,5 @@ __all__ = [
     'hermite_rho',
     'pair_blocks_within',
     'project_unit_ball',
+    'replace_sensitivity',
 ]

@@ -68,6 +68,12 @@ def project_unit_ball(features):
     return features / norms.clamp(min=1.0)
 
 
+def replace_sensitivity(feature_map):
+    """sup ||phi-sums change|| when one row (and its class) is replaced: 2 ||phi||'s bound, or
+    the tighter ``replace_bound`` a map proves for its own projected rows."""
+    return float(getattr(feature_map, 'replace_bound', 2 * feature_map.norm_bound))
+
+
 def dense_class_sums(feature_map, x, y, project=True):
     """sum_i y_i (outer) phi(x_i): (C, dim), for maps that materialise phi(x). ``project`` maps
     each phi(x_i) into the unit ball (the private pass relies on it for the 2/n bound)."""
@@ -135,10 +141,36 @@ class BlockFeatureMap:
     class_moments = dense_class_moments
 
 
+def project_block(features, block):
+    """A private row's psi_b into the unit ball (non-finite entries as 0); a categorical block
+    into its non-negative part too. Both are no-ops on valid rows. Within the non-negative part
+    two vectors have an inner product >= 0, so ||psi - psi'||^2 <= 2; within the ball, <= 4."""
+    features = torch.nan_to_num(features, nan=0.0, posinf=0.0, neginf=0.0)
+    if block.kind == 'categorical':
+        features = features.clamp(min=0.0)
+    return project_unit_ball(features)
+
+
 class SumKernelMap(BlockFeatureMap):
     """Sum (mean) of per-column kernels."""
 
     additive = True  # a sum over single columns (see ``TabularGenerator.training_rows``)
+
+    @property
+    def replace_bound(self):
+        """sup ||y (x) phi(x) - y' (x) phi(x')|| over two projected rows and classes y, y': the
+        replace-one sensitivity of the class sums (of the means: this / n). Another class:
+        ||phi(x)||^2 + ||phi(x')||^2 <= 2. The same class: the mean over blocks of
+        ||psi_b - psi_b'||^2, at most 2 for a categorical block (``project_block``) and 4 for
+        any other, hence sqrt((2 m_categorical + 4 m_other) / m), between sqrt(2) and 2."""
+        squares = [2.0 if b.kind == 'categorical' else 4.0 for b in self.blocks]
+        return math.sqrt(sum(squares) / len(squares))
+
+    def class_sums(self, x, y, project=True):
+        feats = self.block_features(x)
+        if project:  # per block: the bound of ``replace_bound`` holds for any row
+            feats = [project_block(f, b) for f, b in zip(feats, self.blocks)]
+        return y.T @ (torch.cat(feats, dim=1) / math.sqrt(len(self.blocks)))
 
     @property
     def dim(self):

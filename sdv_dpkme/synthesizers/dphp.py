@@ -2,7 +2,8 @@
 
 Release plan (all Gaussian, composed exactly by one accountant):
   1. class proportions (only with a target), L2 sensitivity sqrt(2)/n;
-  2. sum-kernel joint embedding (1/n) sum_i phi_sum(x_i) y_i^T, sensitivity 2/n;
+  2. sum-kernel joint embedding (1/n) sum_i phi_sum(x_i) y_i^T, sensitivity
+     sqrt((2 m_categorical + 4 m_numeric) / m) / n <= 2/n (``SumKernelMap.replace_bound``);
   3. ``product_redraws`` product-kernel joint embeddings, each over a freshly drawn column subset,
      sensitivity 2/n each (every redraw is its own release);
   4. 'marginals' (unless ``marginal_length_scale=None``): fine-scale per-column Fourier-series

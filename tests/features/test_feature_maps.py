@@ -11,7 +11,9 @@ from sdv_dpkme.features import (
     draw_product_subsets,
     hermite_features,
     hermite_rho,
+    replace_sensitivity,
 )
+from tests.features.neighbours import assert_replace_one_moves_at_most_two_over_n
 
 EXTREME = torch.tensor([-1e6, -30.0, -1.0, -0.5, 0.0, 1e-9, 0.5, 1.0, 30.0, 1e6],
                        dtype=torch.float64)
@@ -91,6 +93,39 @@ def test_sum_and_product_maps_are_inside_unit_ball(sigma2):
         assert fmap.norm_bound == 1.0
         assert norms.max().item() <= 1 + 1e-12
         assert fmap(x).shape[1] == fmap.dim
+
+
+def test_sum_kernel_sensitivity_is_proven_over_garbage_rows_and_tight():
+    # one-hot blocks projected into the non-negative part of the ball: ||psi - psi'||^2 <= 2;
+    # numeric blocks: <= 4. Replace-one over rows of every kind, same class or another, must
+    # stay within sqrt((2 m_cat + 4 m_num) / m) / n
+    blocks, width = _layout()
+    fmap = SumKernelMap(blocks, 20, 0.05)
+    assert fmap.replace_bound == pytest.approx(np.sqrt((2 * 2 + 4 * 2) / 4))
+    assert replace_sensitivity(fmap) == fmap.replace_bound
+    categorical = SumKernelMap(blocks[2:], 20, 0.05)
+    assert categorical.replace_bound == pytest.approx(np.sqrt(2))
+    assert replace_sensitivity(SumKernelMap(blocks[:2], 20, 0.05)) == 2.0
+    assert replace_sensitivity(ProductKernelMap(blocks, 3, 0.05)) == 2.0  # ||phi|| <= 1 only
+    x = _all_extreme_rows().numpy()
+    garbage = [np.full(width, v) for v in (1e308, -1e308, -1.0, np.nan, np.inf, -np.inf, 0.0)]
+    negative = x[0].copy()
+    negative[4:7] = [-1.0, 0.0, 0.0]  # a one-hot block pointing away from every valid one
+    negative[7:9] = [0.0, -1e308]
+    garbage += [negative, x[-1]]
+    for m in (fmap, categorical):
+        assert_replace_one_moves_at_most_two_over_n(
+            m, x, 2, [(row, label) for row in garbage for label in (0, 1)],
+            bound=m.replace_bound)
+    # tight: two valid rows that differ in every categorical column, in the same class
+    n = 5
+    rows = np.zeros((n, width))
+    rows[:, [4, 7]] = 1
+    moved = rows.copy()
+    moved[0, [4, 7]], moved[0, [5, 8]] = 0, 1
+    sums = [categorical.class_sums(torch.tensor(r), torch.ones(n, 1, dtype=torch.float64)) / n
+            for r in (rows, moved)]
+    assert (sums[1] - sums[0]).norm().item() == pytest.approx(np.sqrt(2) / n, rel=1e-12)
 
 
 def test_sum_kernel_is_mean_of_column_kernels():

@@ -311,6 +311,19 @@ def test_bad_kernel_term_arguments_get_clear_errors(kme_cls, kwargs, match):
         build(kme_cls, **kwargs)
 
 
+def test_sum_kernel_release_is_charged_the_sensitivity_its_one_hot_blocks_prove(table):
+    # replace-one moves a one-hot block's projected psi by at most sqrt(2), any other by 2
+    synth = build(DPHPSynthesizer, target_column='label')
+    synth.fit({'t': table})
+    blocks = synth._model.generator.blocks
+    m_cat = sum(b.kind == 'categorical' for b in blocks)
+    bound = math.sqrt((2 * m_cat + 4 * (len(blocks) - m_cat)) / len(blocks))
+    row = synth.get_privacy_report().to_frame().set_index('name').loc['sum_kernel']
+    assert m_cat == 2 and len(blocks) == 5  # city, flag; age, income, when
+    assert row['sensitivity'] == pytest.approx(bound / len(table), rel=1e-12)
+    assert row['noise_std'] == pytest.approx(row['noise_multiplier'] * bound / len(table))
+
+
 @pytest.mark.parametrize('group,label,switch', [
     ('marginals', 'Marginals', 'marginal_length_scale'),
     ('pairs', 'Pairs', 'pair_length_scale'),
