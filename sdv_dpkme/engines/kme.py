@@ -228,9 +228,10 @@ def _selectable(terms):
 def release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas, selection,
                            ledger):
     """Step 4b. Choose ``selection.count`` categorical pairs on the released 'pairs' tables
-    (post-processing), release their block of the same exact pass again (a map over K pairs has
-    ||phi|| <= 1 too: sensitivity 2/n), combine each table with its 'pairs' copy by inverse
-    variance (post-processing) and add the matching objective. Returns the chosen pairs."""
+    (post-processing), release their block of the same exact pass again (a map over K
+    categorical pairs: sensitivity sqrt(2)/n, ``PairwiseKernelMap.replace_bound``), combine each
+    table with its 'pairs' copy by inverse variance (post-processing) and add the matching
+    objective. Returns the chosen pairs."""
     k = _pairs_index(terms)
     fmap, pairs = terms[k].feature_map, objectives[k]
     cell_noise = pairs.noise_std * fmap.n_pairs ** 0.5
@@ -240,22 +241,23 @@ def release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas, s
                           selection.score)
     sub = fmap.restricted(chosen)
     n, sigma = stats.n, sigmas['selected_pairs']
+    bound, sub_bound = replace_sensitivity(fmap), replace_sensitivity(sub)
     noisy = ledger.mechanism.release(
         fmap.restrict_sums(stats.sums[k] / n, sub), name='selected_pairs',
         description=(f'{sub.describe()}: the {len(chosen)} categorical pairs most associated in '
                      "the 'pairs' release, released again"),
-        sensitivity=2 / n, noise_multiplier=sigma,
+        sensitivity=sub_bound / n, noise_multiplier=sigma,
         details={'pairs': [f'{a} x {b}' for a, b in sub.pair_names()]},
     ) / divisor
     # per-cell noise variances of the two copies of a table (same class divisor for both)
-    var_pairs = (sigmas[terms[k].group] ** 2) * fmap.n_pairs
-    var_selected = sigma ** 2 * sub.n_pairs
+    var_pairs = (sigmas[terms[k].group] * bound) ** 2 * fmap.n_pairs
+    var_selected = (sigma * sub_bound) ** 2 * sub.n_pairs
     keep = var_selected / (var_pairs + var_selected) if var_pairs + var_selected > 0 else 0.0
     combined = keep * fmap.restrict_sums(pairs.target, sub) + (1 - keep) * noisy
     pairs.target = fmap.replace_pairs(pairs.target, sub, combined)
     objectives.append(Objective(
         'Selected pairs', sub, combined, weight=selection.weight,
-        noise_std=(sigma * 2 / n) * (1 - keep) ** 0.5 / divisor[:, 0],
+        noise_std=(sigma * sub_bound / n) * (1 - keep) ** 0.5 / divisor[:, 0],
     ))
     return sub.pair_names()
 

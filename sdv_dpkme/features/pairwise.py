@@ -27,6 +27,7 @@ import math
 
 import torch
 
+from sdv_dpkme.features.blocks import project_block
 from sdv_dpkme.features.marginal import FourierSeries, default_frequencies
 
 
@@ -151,6 +152,18 @@ class PairwiseKernelMap:
     def dim(self):
         return int(self._flat.numel())
 
+    @property
+    def replace_bound(self):
+        """sup ||y (x) phi(x) - y' (x) phi(x')|| over two projected rows and classes: the
+        replace-one sensitivity of the class sums. Another class: <= sqrt(2). The same class:
+        the mean over pairs of ||psi_i psi_j^T - psi_i' psi_j'^T||^2 = |psi_i|^2 |psi_j|^2 +
+        |psi_i'|^2 |psi_j'|^2 - 2 (psi_i . psi_i')(psi_j . psi_j'), at most 2 for two categorical
+        columns (both inner products >= 0 after ``project_block``) and 4 for a pair with a
+        numeric one, hence between sqrt(2) and 2."""
+        squares = [2.0 if self.blocks[i].kind == self.blocks[j].kind == 'categorical' else 4.0
+                   for i, j in self.pairs]
+        return math.sqrt(sum(squares) / len(squares))
+
     def _parts(self, x):
         """psi of every column, in block order."""
         numeric = iter(self._series.column_features(x, self._numeric) if self._numeric else [])
@@ -162,8 +175,7 @@ class PairwiseKernelMap:
         onto the unit ball (the private pass)."""
         parts = self._parts(x)
         if project:  # (a value beyond the bounds, e.g. 1e308 * pi, can give cos(inf) = nan)
-            parts = [torch.nan_to_num(p, nan=0.0, posinf=0.0, neginf=0.0) for p in parts]
-            parts = [p / p.norm(dim=1, keepdim=True).clamp(min=1.0) for p in parts]
+            parts = [project_block(p, b) for p, b in zip(parts, self.blocks)]
         sq = torch.stack([(p * p).sum(1) for p in parts], dim=1)
         return torch.cat(parts, dim=1), sq
 

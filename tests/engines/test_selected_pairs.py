@@ -64,7 +64,10 @@ def test_the_most_associated_pair_is_released_again_from_the_same_pass():
     assert list(releases) == ['pairs', 'selected_pairs']
     chosen = releases['selected_pairs']
     assert chosen.details['pairs'] == ['a x b']  # b = 3 - a; c is independent of both
-    assert chosen.sensitivity == pytest.approx(2 / 4000) and chosen.dimension == 25
+    # two categorical columns: sqrt(2)/n; the 'pairs' map, 3 of whose 6 pairs hold the numeric
+    # x: sqrt((3 * 2 + 3 * 4) / 6)/n
+    assert chosen.sensitivity == pytest.approx(math.sqrt(2) / 4000) and chosen.dimension == 25
+    assert releases['pairs'].sensitivity == pytest.approx(math.sqrt(3) / 4000)
     assert led.accountant.epsilon_spent() == pytest.approx(1.0, rel=1e-6)
     # its precision share: (sigma_pairs / sigma_selected)^2 = 0.25 / 0.75
     ratio = (releases['pairs'].noise_multiplier / chosen.noise_multiplier) ** 2
@@ -72,6 +75,12 @@ def test_the_most_associated_pair_is_released_again_from_the_same_pass():
     extra = objectives[-1]
     assert (extra.name, extra.weight, extra.feature_map.pair_names()) == \
         ('Selected pairs', 2.0, [('a', 'b')])
+    # the combined table's cell noise: inverse-variance over both copies, each with its own
+    # sensitivity (cells of the 6-pair map are scaled by sqrt(6), of the 1-pair map by 1)
+    cell_pairs = releases['pairs'].noise_multiplier * math.sqrt(3) / 4000 * math.sqrt(6)
+    cell_chosen = chosen.noise_multiplier * math.sqrt(2) / 4000
+    assert float(extra.noise_std[0]) == pytest.approx(
+        (cell_pairs ** -2 + cell_chosen ** -2) ** -0.5, rel=1e-9)
 
 
 def test_without_noise_both_targets_hold_the_exact_joint_table():

@@ -111,6 +111,34 @@ def test_garbage_rows_are_projected_and_move_embedding_by_at_most_two_over_n():
     )
 
 
+def test_pair_sensitivity_is_proven_over_garbage_rows_and_tight():
+    # one-hot psi projected into the non-negative part of the ball: a categorical pair moves by
+    # ||a b^T - a' b'^T||^2 <= 2, a pair with a numeric column by <= 4
+    fmap = PairwiseKernelMap(BLOCKS, 0.1)
+    assert fmap.replace_bound == pytest.approx(np.sqrt((2 * 1 + 4 * 5) / 6))
+    categorical = fmap.restricted([('c', 'd')])
+    assert categorical.replace_bound == pytest.approx(np.sqrt(2))
+    assert fmap.restricted([('a', 'd'), ('c', 'd')]).replace_bound == pytest.approx(np.sqrt(3))
+    x = _rows(50).numpy()
+    garbage = [np.full(WIDTH, 1e6), np.full(WIDTH, -1e308), np.full(WIDTH, np.inf)]
+    for row in (x[0], x[-1]):  # the replaced rows with c's one-hot negated: c x d flips sign
+        negative = row.copy()
+        negative[3:6] = -row[3:6]
+        garbage += [negative, np.where(np.arange(WIDTH) == 6, np.nan, negative)]
+    for m in (fmap, categorical):
+        assert_replace_one_moves_at_most_two_over_n(
+            m, x, 2, [(row, label) for row in garbage for label in (0, 1)],
+            bound=m.replace_bound)
+    # tight: change both categories of one row, same class
+    x = _rows(6)
+    moved = x.clone()
+    moved[0, 3:6] = torch.roll(x[0, 3:6], 1)
+    moved[0, 6:8] = 1 - x[0, 6:8]
+    y = torch.ones(6, 1, dtype=torch.float64)
+    gap = categorical.class_sums(moved, y) - categorical.class_sums(x, y)
+    assert gap.norm().item() == pytest.approx(np.sqrt(2), rel=1e-12)
+
+
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match='two column blocks'):
         PairwiseKernelMap(BLOCKS[:1], 0.1)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from sdv.utils import load_synthesizer
 
-from sdv_dpkme.features import SumKernelMap
+from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap
 from tests.conftest import BOUNDS, CATEGORIES, SYNTHESIZERS, make_metadata, make_table
 
 DATA = Path(__file__).parent / 'data'
@@ -28,9 +28,10 @@ RELEASE_FIELDS = ('name', 'description', 'sensitivity', 'noise_multiplier', 'noi
 
 def _fit(cls, mode, monkeypatch):
     spec = SYNTHESIZERS[cls]
-    # and they predate the sum kernel's tighter sensitivity (stop 40): its old 2/n reproduces
-    # them, the same noise draws scaled as before
+    # and they predate the tighter sensitivities of the sum and pair kernels (stop 40): the old
+    # 2/n reproduces them, the same noise draws scaled as before
     monkeypatch.setattr(SumKernelMap, 'replace_bound', 2.0)
+    monkeypatch.setattr(PairwiseKernelMap, 'replace_bound', 2.0)
     # the fixtures predate the default encoding rule (which puts income (0, 200000) on a log
     # scale) and DP-HP's stop-33 training defaults: declaring the old linear scale and the old
     # training settings reproduces them, as any explicit setting wins
