@@ -15,9 +15,10 @@ Per column c a feature vector psi_c with ||psi_c|| <= 1:
 The map is phi(x) = [psi_i(x) (outer) psi_j(x)]_{(i, j) in S} / sqrt(P) over a set S of P pairs
 (default every pair i < j, P = C (C - 1) / 2), the feature map of the kernel
 (1/P) sum_{(i,j) in S} k_i(x_i, x'_i) k_j(x_j, x'_j). Since ||psi_i (outer) psi_j|| =
-||psi_i|| ||psi_j|| <= 1, ||phi|| <= 1: the joint embedding has the same 2/n sensitivity as every
-other map. The private pass projects each psi_i onto the unit ball (a no-op for valid rows), so
-the bound holds for any row and for every subset of pairs: the sums of a map over fewer pairs
+||psi_i|| ||psi_j|| <= 1, ||phi|| <= 1: the joint embedding has at most the 2/n sensitivity of
+every other map, and less (``replace_bound``) as one-hot psi are kept non-negative. The private
+pass projects each psi_i onto the unit ball (a no-op for valid rows), so the bound holds for any
+row and for every subset of pairs: the sums of a map over fewer pairs
 are a rescaled sub-block of the all-pairs sums (``restrict_sums``). The class sums are computed
 as blocks of the second-moment matrix sum_i y_i psi(x_i) psi(x_i)^T of the concatenated psi,
 without materialising phi.

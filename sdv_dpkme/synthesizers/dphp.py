@@ -9,7 +9,8 @@ Release plan (all Gaussian, composed exactly by one accountant):
   4. 'marginals' (unless ``marginal_length_scale=None``): fine-scale per-column Fourier-series
      features of the numeric columns (``FourierMarginalMap``), sensitivity 2/n;
   5. 'pairs' (unless ``pair_length_scale=None``): products of per-column features over every pair
-     of columns (``PairwiseKernelMap``), sensitivity 2/n.
+     of columns (``PairwiseKernelMap``), sensitivity sqrt((2 P_cc + 4 P_other) / P) / n <= 2/n
+     (``replace_bound``), and 'selected_pairs' of categorical pairs, sqrt(2)/n.
 The generator is then trained against these fixed releases; private rows are not touched again.
 """
 

@@ -8,7 +8,8 @@ Release plan (Gaussian, one accountant):
   3. 'marginals' (unless ``marginal_length_scale=None``): fine-scale per-column Fourier-series
      features of the numeric columns, sensitivity 2/n, and 'pairs' (unless
      ``pair_length_scale=None``): products of per-column features over every pair of columns,
-     sensitivity 2/n (both single releases in minibatch mode too).
+     sensitivity <= 2/n (``PairwiseKernelMap.replace_bound``; both single releases in minibatch
+     mode too).
 The generator is trained against these fixed releases; private rows are not touched again.
 
 Minibatch mode (``releases='minibatch'``): every training step releases the joint embedding of a
