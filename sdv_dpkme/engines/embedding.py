@@ -13,8 +13,9 @@ def class_mean_embeddings(x, labels, n_classes, feature_maps, max_chunk_floats=M
     ``max_chunk_floats`` floats: memory does not grow with n. Each row's features are projected
     onto the unit ball (a no-op up to rounding for valid rows), so replacing one row moves the
     stacked matrix by at most 2/n in Frobenius norm whatever the row holds (by
-    ``features.replace_sensitivity(map) / n``, which is tighter for the sum kernel). The partial sums of
-    ``sdv_dpkme.engines.accumulate`` do the work (the same pass as the distributed fits).
+    ``features.replace_sensitivity(map) / n``, tighter for the sum and pair kernels). The
+    partial sums of ``sdv_dpkme.engines.accumulate`` do the work (the same pass as the
+    distributed fits).
     """
     if len(x) == 0:
         raise ValueError('cannot embed an empty table')

@@ -1,7 +1,8 @@
 """The kernel terms each KME method releases and matches (public layout in, feature maps out).
 
 Every term's feature map has ||phi|| <= 1 (tested in tests/features), so each release has
-sensitivity 2/n, or less where a map proves it (``features.replace_sensitivity``). Random choices (frequencies, column subsets) use the model RNG only.
+sensitivity 2/n, or less where a map proves it (``features.replace_sensitivity``). Random
+choices (frequencies, column subsets) use the model RNG only.
 """
 
 import warnings

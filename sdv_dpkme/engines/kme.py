@@ -5,7 +5,8 @@ Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3)
   2. class proportions w = counts / n + N(0, (sigma sqrt(2)/n)^2) (only with a target);
   3. one pass over the private rows: M_k = (1/n) sum_i phi_k(x_i) y_i^T for every kernel term k;
   4. releases M_k + N(0, (sigma_k D_k/n)^2): sensitivity D_k/n, D_k = 2 as ||phi_k|| <= 1, or
-     the map's tighter proven bound (the sum kernel's one-hot blocks: ``replace_sensitivity``);
+     the map's tighter proven bound (one-hot blocks of the sum and pair kernels:
+     ``replace_sensitivity``);
      optionally (``PairSelection``) the few categorical pairs most associated in the 'pairs'
      release are released again from the same pass, with their own share (step 4b);
   5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
