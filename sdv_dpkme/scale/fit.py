@@ -1,31 +1,35 @@
 """``fit_distributed``: SDV's fit on rows that are not one pandas DataFrame in memory.
 
-The driver does what an in-memory fit does, except the passes over the rows:
-  1. the declared public domains, the row count n (public under replace-one adjacency) and the
-     table-wide SDV checks on a few rows;
+The driver does what an in-memory fit does, except the passes over the rows. It reads no row:
+only the column names (checked against the metadata), the row count n (public under replace-one
+adjacency) and the public declarations. Nothing is fitted on a partition or a head.
+  1. the declared public domains and n; the constraints are fitted on an empty table of public
+     dtypes, as in memory;
   2. domain discovery, if some modelled column has no declared domain: a pass of its own (the
      encoder depends on the discovered domains, so it comes first), where the workers get the
      public ``DiscoveryCounter``, count their rows over the public grids and values, the engine's
      reduce adds the partial counts, and the driver adds the noise once (``discover``, exactly as
-     in memory); then the data processor, fitted from the public domains (the few rows only give
-     it the columns);
+     in memory); then the data processor, fitted by the in-memory fit's own code on a public
+     stand-in row (``public_frame``), its id/PII generators given ``data_length = n``;
   3. the method draws its feature maps with the model RNG (public) and the engine asks the row
      source for the partial sums of every term: the workers get the processor and the feature
      maps, encode their rows, sum phi(x) y^T per class, and the engine's reduce adds the partials;
   4. the noise is added once, on the driver, through the fit's ledger, as in memory; then the
-     generator trains on the releases. Same releases, same privacy report.
+     generator trains on the releases. Same releases, same privacy report. SDV's checks of the
+     rows (``validate``: the metadata's column checks, the constraints') run in the workers on
+     every row of the embedding pass, before it is encoded (``TableChecks``).
 """
 
 import datetime
 
+import pandas as pd
+
 from sdv import version
 from sdv.errors import SynthesizerInputError
 
-from sdv_dpkme.synthesizers.rows import PartitionEncoder, repeat_notes
+from sdv_dpkme.synthesizers.rows import PartitionEncoder, TableChecks, repeat_notes
 from sdv_dpkme.scale.sources import SourceError, open_source
 
-#: rows the driver reads to run SDV's table checks and give the processor its columns
-HEAD_ROWS = 100
 SUPPORTED = ("DPHPSynthesizer and DPMERFSynthesizer (releases='single'): their releases are "
              'sums over the rows, computed in one pass')
 
@@ -63,26 +67,32 @@ def fit_distributed(synthesizer, data, table_name=None):
             f'The table has {n} row(s); a DP fit needs at least 2 (and far more for useful '
             'output: noise scales like 1/n).'
         )
-    head = source.head(HEAD_ROWS)[columns]
-
-    # SDV's fit, up to the pass: checks, constraints and the processor, on the head
+    # SDV's fit, up to the pass. No row is read here: the processor is fitted on a public
+    # stand-in (the in-memory fit's own _prepare_encoding), the constraints on an empty table of
+    # public dtypes, and SDV's checks of the rows run on every row inside the pass
     synthesizer._check_input_metadata_updated()
     synthesizer._fitted = False
     synthesizer._data_processor.reset_sampling()
     synthesizer._random_state_set = False
-    synthesizer.validate({synthesizer._table_name: head})
-    head = synthesizer._preprocess_helper(head)
+    declared, undeclared = synthesizer._resolve_domains()
+    dtypes = synthesizer._column_dtypes(columns, {**declared, **undeclared})
+    empty = pd.DataFrame({c: pd.Series([], dtype=dtypes[c]) for c in columns})
+    synthesizer._validate_transform_constraints(empty, enforce_constraint_fitting=True)
+    synthesizer._preprocess_helper(empty)
     verbose = bool(getattr(synthesizer, 'verbose', False))
-    synthesizer._prepare_encoding(head, rows=DiscoveryRows(source, n, head.iloc[:0], verbose))
+    stand_in = synthesizer._prepare_encoding(None, rows=DiscoveryRows(source, n, empty, verbose))
     processor = synthesizer._data_processor
-    processed = processor.transform(head)
+    processed = processor.transform(stand_in)
     encoded = list(processed.columns)
     blocks, target = synthesizer._layout(processed)
     if not blocks:
         raise SynthesizerInputError('There is no modelled column besides the target.')
+    checks = TableChecks(synthesizer._original_metadata, synthesizer._table_name,
+                         synthesizer._reject_sampling_constraints)
 
     def make_encoder(feature_maps, n_classes):
-        return PartitionEncoder(processor, columns, encoded, target, feature_maps, n_classes)
+        return PartitionEncoder(processor, columns, encoded, target, feature_maps, n_classes,
+                                checks)
 
     synthesizer._fit_rows(SourceRows(source, n, make_encoder), blocks, target, encoded)
     # SDV's fit_processed_data bookkeeping

@@ -1,7 +1,7 @@
 """Where the private rows live: Parquet files read batch by batch, a Dask or a Spark DataFrame.
 
-Each source gives the number of rows, a few rows for the driver (to fit the processor: its
-transformers come from the public domains and learn nothing from them), and ``map_reduce``: a
+Each source gives its column names and number of rows (public; the driver reads no row), and
+``map_reduce``: a
 function of a pandas chunk (a ``PartitionEncoder`` -> ``ClassSums`` for the embedding pass, a
 ``DiscoveryCounter`` -> ``DiscoveryCounts`` for domain discovery's pass) mapped over all its rows,
 and the partial results added with ``+``. The merge is the engine's own
@@ -107,12 +107,6 @@ class ParquetSource:
     def __len__(self):
         return sum(self._file(p).metadata.num_rows for p in self.files)  # file footers only
 
-    def head(self, rows):
-        for path in self.files:
-            for batch in self._file(path).iter_batches(batch_size=rows):
-                return batch.to_pandas()
-        raise SourceError('The Parquet files hold no rows.')
-
     def accumulate(self, encoder, verbose=False):
         encoder.record_warnings = True  # one batch at a time: repeat each warning once
         return merge([self.map_reduce(encoder, encoder.columns, verbose)])
@@ -145,16 +139,6 @@ class DaskSource:
 
     def __len__(self):
         return int(len(self.frame))
-
-    def head(self, rows):
-        first = self.frame.head(rows, npartitions=1, compute=True)
-        if len(first) >= min(rows, 2):
-            return first
-        for i in range(1, self.frame.npartitions):  # leading partitions may be empty
-            part = self.frame.get_partition(i).head(rows, npartitions=1, compute=True)
-            if len(part):
-                return part
-        return first
 
     def accumulate(self, encoder, verbose=False):
         # encoders run in threads here: their warnings are shown as they come, not recorded
@@ -231,9 +215,6 @@ class SparkSource:
 
     def __len__(self):
         return int(self.frame.count())
-
-    def head(self, rows):
-        return self.frame.limit(rows).toPandas()
 
     def accumulate(self, encoder, verbose=False):
         encoder.record_warnings = True  # the workers' warnings come back with their sums

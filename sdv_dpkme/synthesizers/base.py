@@ -55,8 +55,10 @@ from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
     fit_constraints_publicly,
     generated_column,
+    public_frame,
     public_metadata,
     safe_generator,
+    set_data_length,
     warn_undeclared_types,
 )
 from sdv_dpkme.synthesizers.rows import FrameRows
@@ -346,9 +348,10 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
 
     def _prepare_encoding(self, table_data, rows=None):
         """Open the fit's ledger, settle the domains (discovery spends here) and fit the
-        processor: public-domain transformers, so ``table_data`` teaches it nothing (a distributed
-        fit passes a few rows only to give it the columns and dtypes, and its row source as
-        ``rows`` for discovery's own pass)."""
+        processor: public-domain transformers, so ``table_data`` teaches it nothing. A
+        distributed fit passes no rows (None) and its row source as ``rows`` (discovery's own
+        pass, and n): the processor is then fitted on a public stand-in, never on a partition.
+        Returns the frame the processor was fitted on."""
         processor = self._data_processor
         self._open_ledger()
         try:
@@ -356,6 +359,11 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         except DomainError as err:
             raise SynthesizerInputError(str(err)) from None
         self._check_increments()  # discovered bounds too
+        n = len(table_data if rows is None else rows)
+        if table_data is None:
+            columns = list(self._original_metadata._convert_to_single_table().columns)
+            table_data = public_frame(columns, self._domains, self._column_dtypes(
+                columns, self._domains))
         self._install_config(table_data)
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', module='rdt.hyper_transformer')
@@ -364,7 +372,9 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         # SDV keeps the private frame's dtypes, which one row flips (a NaN in an int column)
         processor._dtypes = self._column_dtypes(table_data.columns, self._domains)
         self._reseed_generators()
+        set_data_length(processor._hyper_transformer.field_transformers.values(), n)
         warn_undeclared_types(self._domains, table_data)
+        return table_data
 
     def _validate_transform_constraints(self, table_data, enforce_constraint_fitting=False):
         """Constraints are checked on the rows but fitted on an empty table of public dtypes."""

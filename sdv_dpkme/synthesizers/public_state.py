@@ -109,6 +109,37 @@ def column_dtypes(columns, domains, generator_of):
         generator_of(c)) for c in columns}, dtype=object)
 
 
+def public_frame(columns, domains, dtypes):
+    """A one-row stand-in table made of public facts only, for fitting the data processor where
+    the rows are not at hand (a distributed fit): every modelled column holds the low end of its
+    public domain (or its first category), every generated column a placeholder, all in the
+    public ``dtypes``. The processor's transformers learn nothing from values (domains are
+    public, generators are reseeded and given n), so this fits what the private rows would."""
+    values = {}
+    for column in columns:
+        domain = domains.get(column)
+        if domain is None:  # a generator: it only needs a value of its own dtype
+            value = 0 if dtypes[column].kind in 'iu' else 'x'
+        elif domain.sdtype == 'datetime':
+            value = pd.Timestamp(int(domain.low))
+            if domain.datetime_format:
+                value = value.strftime(domain.datetime_format)
+        elif domain.is_numeric:
+            value = domain.low
+        else:
+            value = domain.categories[0] if len(domain.categories) else False
+        values[column] = pd.Series([value]).astype(dtypes[column])
+    return pd.DataFrame(values)
+
+
+def set_data_length(generators, n):
+    """RDT's id and PII generators keep ``data_length = len(data)`` of their fit: make it n, the
+    public row count, whatever frame (all rows in memory, or a stand-in) they were fitted on."""
+    for generator in generators:
+        if isinstance(generator, (AnonymizedFaker, RegexGenerator)):
+            generator.data_length = int(n)
+
+
 def fit_constraints_publicly(constraints, table_data, metadata, dtypes):
     """Check the private rows against ``constraints`` (an error to the curator, nothing kept),
     then fit them on an empty table of the public ``dtypes``.

@@ -8,10 +8,12 @@
 """
 
 import warnings
+from collections import defaultdict
 
 from tqdm.auto import tqdm
 
 import numpy as np
+from sdv.errors import InvalidDataError
 
 from sdv_dpkme.domain.transformers import PublicDomainTransformer
 from sdv_dpkme.engines.accumulate import ClassSums, chunk_rows, class_sums
@@ -103,8 +105,10 @@ class PartitionEncoder:
 
     record_warnings = False
 
-    def __init__(self, processor, columns, encoded_columns, target, feature_maps, n_classes):
+    def __init__(self, processor, columns, encoded_columns, target, feature_maps, n_classes,
+                 checks=None):
         self.processor = processor
+        self.checks = checks  # a ``TableChecks``: SDV's checks of the rows, before encoding
         self.columns = list(columns)  # raw columns the processor reads
         self.encoded_columns = list(encoded_columns)
         self.target = target
@@ -121,6 +125,8 @@ class PartitionEncoder:
         missing = self.missing_columns(frame.columns)
         if missing:
             raise ValueError(f'The rows lack the column(s) {missing} of the metadata.')
+        if self.checks is not None:
+            self.checks(frame[self.columns])
         if not self.record_warnings:
             return self._encode(frame)
         with _Notes() as notes:
@@ -141,6 +147,29 @@ class PartitionEncoder:
             class_sums(x, labels_of(x, self.target), self.n_classes, self.feature_maps,
                        chunk=min(self.chunk, len(x)), into=total)
         return total
+
+
+class TableChecks:
+    """The checks an in-memory fit runs on its rows in SDV's ``validate`` (the metadata's column
+    checks, the constraints' ``validate``), run by the workers on every row of the pass, so a
+    distributed fit refuses the rows an in-memory fit refuses. It holds public facts only (the
+    metadata and the constraints). A check across rows (a key's uniqueness) sees one chunk."""
+
+    def __init__(self, metadata, table_name, constraints):
+        self.metadata, self.table_name = metadata, table_name
+        self.constraints = list(constraints)
+
+    def __call__(self, frame):
+        # the table's own check: Metadata.validate_data would swap the process-wide warning
+        # state (catch_warnings), which is not safe in Dask's threads; a warnings list given to
+        # it keeps SDV's datetime-format advice quiet, as the in-memory fit's validate does
+        try:
+            self.metadata.tables[self.table_name].validate_data(frame, defaultdict(list))
+        except InvalidDataError as error:  # worded as Metadata.validate_data words it
+            raise InvalidDataError([f'Errors in {self.table_name}:' + ''.join(
+                f'\nError: {e}' for e in error.errors)]) from None
+        for constraint in self.constraints:
+            constraint.validate(data=frame, metadata=self.metadata)
 
 
 class ArrayEncoder:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from sdv.errors import SynthesizerInputError
+from sdv.errors import InvalidDataError, SynthesizerInputError
 from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer, DPMERFSynthesizer, fit_distributed
@@ -170,6 +170,28 @@ def test_missing_values_in_a_non_nullable_column_fail_as_in_pandas(tmp_path):
             _fit(synth, data)
         with pytest.raises(SynthesizerInputError, match='Fit the synthesizer'):
             synth.get_privacy_report()  # nothing was released
+
+
+def test_sdvs_checks_of_the_rows_run_on_every_row_as_in_pandas(tmp_path):
+    # a value SDV's validate refuses (the DP transformer would only bucket it), far from the
+    # first rows: the driver reads no row, the workers check them all
+    import dask
+
+    table = make_table(300)
+    table['flag'] = table['flag'].astype(object)
+    table.loc[250, 'flag'] = 'maybe'
+    with pytest.raises(InvalidDataError, match='flag'):
+        _fit(_synth(), table)
+    paths = [tmp_path / 'part-0.parquet', tmp_path / 'part-1.parquet']
+    table[:100].astype({'flag': bool}).to_parquet(paths[0])
+    table[100:].astype({'flag': str}).to_parquet(paths[1])  # a file of strings
+    with dask.config.set({'dataframe.convert-string': False}):
+        for data in (paths, dd.from_pandas(table, npartitions=3)):
+            synth = _synth()
+            with pytest.raises(InvalidDataError, match='flag'):
+                _fit(synth, data)
+            with pytest.raises(SynthesizerInputError, match='Fit the synthesizer'):
+                synth.get_privacy_report()  # nothing was released
 
 
 def test_a_parquet_file_without_a_column_is_named(tmp_path):
