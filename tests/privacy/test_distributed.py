@@ -159,14 +159,31 @@ def long_table(data=None):
 
 
 def test_spark_fits_of_neighbours_save_what_an_in_memory_fit_saves(spark):
-    # one test for all cases: each Spark fit costs seconds of job scheduling
+    # one test for the cases: Spark's workers start (and import torch) once per session, then
+    # each fit costs a few jobs
     for name in ['rare category', 'unique strings everywhere']:
         on = changed_column(name)
         synth = build(DPHPSynthesizer, 'default')
-        rows = spark_frame(spark, long_table(attack.neighbour(name)), on)
-        releases = fit_rows(synth, rows)
+        releases = fit_rows(synth, spark_frame(spark, long_table(attack.neighbour(name)), on))
         assert_same_as_in_memory(DPHPSynthesizer, 'default', synth, releases,
                                  f'Spark repartitioned on {on!r}, {name}', table=long_table)
+
+
+# -------------------------------------------------------------- every entry path is listed
+COVERED = {
+    'ParquetSource': test_parquet_directory_fit_of_a_neighbour_saves_what_an_in_memory_fit_saves,
+    'DaskSource': test_dask_fit_of_a_neighbour_saves_what_an_in_memory_fit_saves,
+    'SparkSource': test_spark_fits_of_neighbours_save_what_an_in_memory_fit_saves,
+}
+
+
+def test_every_distributed_entry_path_is_in_the_suite():
+    # a new row source (an entry path of fit_distributed) must be walked here too
+    from sdv_dpkme.scale import sources
+
+    paths = {name for name, obj in vars(sources).items()
+             if isinstance(obj, type) and hasattr(obj, 'map_reduce')}
+    assert paths == set(COVERED), paths ^ set(COVERED)
 
 
 # ------------------------------------------------------------------------------- canary
