@@ -11,6 +11,8 @@ It attacks the fitted object, not the author's idea of it:
 - noise seeds that agree in their low 32 bits give different noise;
 - garbage processed rows up to +-1.7e308 go through ``fit_processed_data`` within the bounds;
 - every constraint SDV accepts, and every PII sdtype with ``pii: True`` and ``pii: False``.
+The distributed entry paths (Dask, a Parquet directory, Spark) are walked the same way in
+tests/privacy/test_distributed.py.
 """
 
 import copy

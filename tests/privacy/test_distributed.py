@@ -123,12 +123,16 @@ def test_dask_fit_of_a_neighbour_saves_what_an_in_memory_fit_saves(name):
     assert_same_as_in_memory(DPHPSynthesizer, 'default', synth, releases, f'Dask on {on!r}, {name}')
 
 
-@pytest.mark.parametrize('name', [None, 'rare category'])
-def test_dask_fit_of_dpmerf_saves_what_an_in_memory_fit_saves(name):
+@pytest.mark.parametrize('cls,mode,name', [
+    (DPMERFSynthesizer, 'single', None), (DPMERFSynthesizer, 'single', 'rare category'),
+    # the DP vote on integer-ness: a pass of its own over the partitions before the embedding
+    (DPHPSynthesizer, 'integer_vote', 'rare category'),
+])
+def test_dask_fits_of_other_modes_save_what_an_in_memory_fit_saves(cls, mode, name):
     data = attack.table() if name is None else attack.neighbour(name)
-    synth = build(DPMERFSynthesizer, 'single')
+    synth = build(cls, mode)
     releases = fit_rows(synth, dask_frame(data, 'city'))
-    assert_same_as_in_memory(DPMERFSynthesizer, 'single', synth, releases, f'Dask, {name}')
+    assert_same_as_in_memory(cls, mode, synth, releases, f'Dask, {mode}, {name}')
 
 
 def test_the_partitions_do_depend_on_the_row():
