@@ -78,7 +78,8 @@ class DPKIPScatterNet:
 
     Args:
         epsilon, delta: the (epsilon, delta) budget (replace-one neighbouring datasets).
-        images_per_class: support images per class (the distilled set has n_classes times it).
+        images_per_class: support images per class (the distilled set has n_classes times it);
+            public: it does not depend on how many private images a class holds (any, or none).
         n_classes: the public number of classes; labels must be 0..n_classes-1.
         epochs, batch_size: DP-SGD length: each step includes every private image independently
             with probability q = batch_size / n (Poisson), for T = ceil(epochs / q) steps.
@@ -188,7 +189,7 @@ class DPKIPScatterNet:
         pixel_range = self._check_parameters()
         images = as_images(X, pixel_range)
         n = len(images)
-        labels = as_labels(y, n, self.n_classes, min_per_class=self.images_per_class)
+        labels = as_labels(y, n, self.n_classes)
         started = time.perf_counter()
         device = resolve_device(self.device)
         net = ScatterNet(images.shape[2:], norm_eps=self._norm_eps()).to(device)
