@@ -21,6 +21,7 @@ import datetime
 from sdv import version
 from sdv.errors import SynthesizerInputError
 
+from sdv_dpkme.privacy.diagnostics import sanitised_errors
 from sdv_dpkme.synthesizers.rows import PartitionEncoder, repeat_notes
 from sdv_dpkme.scale.sources import SourceError, open_source
 
@@ -30,6 +31,7 @@ SUPPORTED = ("DPHPSynthesizer and DPMERFSynthesizer (releases='single'): their r
              'sums over the rows, computed in one pass')
 
 
+@sanitised_errors  # workers' and readers' messages may quote private values
 def fit_distributed(synthesizer, data, table_name=None):
     """Fit ``synthesizer`` on a Dask or Spark DataFrame, or on Parquet file(s) read out of core.
 
