@@ -66,8 +66,10 @@ def as_images(X, pixel_range, shape=None):
     low, high = pixel_range
     try:
         arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ImageInputError('X must be a numeric array of images.') from None
+    except (TypeError, ValueError):  # numpy's message quotes the value: not even as context
+        arr = None
+    if arr is None:
+        raise ImageInputError('X must be a numeric array of images.')
     if arr.ndim == 3:
         arr = arr[:, None]
     if arr.ndim != 4 or min(arr.shape) < 1:
@@ -85,7 +87,7 @@ def as_images(X, pixel_range, shape=None):
         warnings.warn(
             f'X has values outside the declared pixel_range [{low:g}, {high:g}]; they are '
             'clipped to it. Declare the range the pixels can take (a public fact, e.g. (0, 255) '
-            'for bytes); it is never read off the data.', stacklevel=3)
+            'for bytes); it is never read off the data.', stacklevel=4)
         arr = np.clip(arr, low, high)
     return torch.from_numpy(((arr - low) / (high - low)).astype(np.float32))
 

@@ -55,6 +55,7 @@ from sdv_dpkme.images._inputs import (
 )
 from sdv_dpkme.images.scattering import PAPER_NORM_EPS, ScatterNet
 from sdv_dpkme.privacy import Ledger, PoissonSubsampledGaussianMechanism
+from sdv_dpkme.privacy.diagnostics import sanitised_errors
 
 
 MECHANISMS = ('dp-sgd', 'moments')
@@ -184,6 +185,7 @@ class DPKIPScatterNet:
         q = min(1.0, float(self.batch_size) / n)
         return q, max(1, math.ceil(float(self.epochs) / q - 1e-9))
 
+    @sanitised_errors  # messages quote no private value (privacy.diagnostics)
     def fit(self, X, y):
         """Distil (X, y); returns self."""
         pixel_range = self._check_parameters()

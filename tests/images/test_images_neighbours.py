@@ -8,6 +8,7 @@ them decides on an exact private fact (issue 40). Every image estimator of ``sdv
 must be listed here (checked below), so a new one cannot skip the walk.
 """
 
+import traceback
 import warnings
 
 import numpy as np
@@ -98,6 +99,25 @@ def test_a_class_short_of_images_is_decided_by_no_exact_count(cls, kwargs, count
     other_y[-1] = 0  # one image of class 2 relabelled
     assert np.bincount(other_y, minlength=3)[2] == counts[2] - 1
     _walk(cls, kwargs, (x, y), [(f'class counts {np.bincount(other_y).tolist()}', (x, other_y))])
+
+
+@pytest.mark.parametrize('cls', list(CASES), ids=lambda c: c.__name__)
+def test_input_errors_quote_no_private_value(cls, digits):
+    """Schema errors (a non-numeric pixel, a label out of range) raise, naming the rule and no
+    value, neither in the message nor in its chain or traceback."""
+    x, y = digits
+    x, y = x[:100].copy(), y[:100].copy()
+    canary = 'PIXEL-' + str(4711)  # built at run time: a literal would show in the traceback
+    text_x = x.astype(object)
+    text_x[3, 2, 2] = canary
+    bad_y = y.copy()
+    bad_y[5] = 4711 + 90000
+    for data, rule in (((text_x, y), 'numeric'), ((x, bad_y), 'labels 0')):
+        with pytest.raises(images.ImageInputError, match=rule) as caught:
+            _fit(cls, *data)
+        err = caught.value
+        text = ''.join(traceback.format_exception(err)) + repr(err.__context__) + repr(err)
+        assert canary not in text and str(4711 + 90000) not in text
 
 
 def test_every_image_estimator_is_walked():
