@@ -5,6 +5,7 @@ import sdv  # noqa: F401  (first: SDV's add-on discovery then imports our submod
 from sdv_dpkme._version import __version__  # noqa: E402
 from sdv_dpkme.engines.errors import CollapsedGeneratorWarning  # noqa: E402
 from sdv_dpkme.privacy import PrivacyReport  # noqa: E402
+from sdv_dpkme.privacy.diagnostics import private_values_in_errors  # noqa: E402
 from sdv_dpkme.scale import fit_distributed  # noqa: E402
 from sdv_dpkme.synthesizers import (  # noqa: E402
     DPHPSynthesizer,
@@ -14,4 +15,5 @@ from sdv_dpkme.synthesizers import (  # noqa: E402
 )
 
 __all__ = ['CollapsedGeneratorWarning', 'DPHPSynthesizer', 'DPKIPSynthesizer', 'DPMERFSynthesizer',
-           'DPReweightingSynthesizer', 'PrivacyReport', '__version__', 'fit_distributed']
+           'DPReweightingSynthesizer', 'PrivacyReport', '__version__', 'fit_distributed',
+           'private_values_in_errors']

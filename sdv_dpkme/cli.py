@@ -457,7 +457,9 @@ def build_parser():
                     '(found before any work). No command leaves a partial file.',
     )
     parser.add_argument('--debug', action='store_true',
-                        help='show the traceback of a failure (for bug reports)')
+                        help='show the traceback of a failure, and the private values that '
+                             'error messages otherwise withhold (curator-side diagnostics: '
+                             'do not share the output)')
     sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
 
     f = sub.add_parser('fit', help='fit a DP synthesizer on a CSV or Parquet table',
@@ -565,8 +567,10 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f'{parser.prog} {args.command}'
-    try:
-        with _plain_warnings():
+    from sdv_dpkme.privacy.diagnostics import private_values_in_errors
+
+    try:  # the fit path withholds private values from its errors, unless --debug
+        with _plain_warnings(), private_values_in_errors(args.debug):
             COMMANDS[args.command](args)
     except UsageError as err:
         print(f'{prog}: error: {err}', file=sys.stderr)
@@ -578,8 +582,8 @@ def main(argv=None):
         if args.debug:
             raise
         what = str(err) if isinstance(err, CommandError) else f'{type(err).__name__}: {err}'
-        print(f'{prog}: error: {what}\nNothing was written. (--debug shows the traceback.)',
-              file=sys.stderr)
+        print(f'{prog}: error: {what}\nNothing was written. (--debug shows the traceback and '
+              'private values.)', file=sys.stderr)
         raise SystemExit(EXIT_FAILED) from None
     return 0
 

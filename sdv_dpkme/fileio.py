@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sdv_dpkme.privacy.diagnostics import with_private_detail
+
 #: table formats, by file extension
 TABLE_EXTENSIONS = {'.csv': 'csv', '.parquet': 'parquet', '.pq': 'parquet'}
 
@@ -79,7 +81,12 @@ def read_table(path, metadata_columns, domains=None, na_values=('',)):
                 f"Reading Parquet needs pyarrow: pip install 'sdv-dpkme[parquet]' ({err})."
             ) from None
         except Exception as err:  # noqa: BLE001 - any reader failure is a bad input file
-            raise TableError(f"Cannot read '{path}' as Parquet: {err}") from None
+            failure = (type(err).__name__, str(err))
+        else:
+            failure = None
+        if failure is not None:  # the reader's message may quote the file's contents
+            raise TableError(with_private_detail(
+                f"Cannot read '{path}' as Parquet ({failure[0]})", failure[1]))
     elif fmt == 'csv':
         text = _string_columns(columns)
         numbers = [c for c, s in columns.items() if s.get('sdtype') == 'numerical']
@@ -88,7 +95,12 @@ def read_table(path, metadata_columns, domains=None, na_values=('',)):
             data = pd.read_csv(path, dtype=dtype, keep_default_na=False,
                                na_values=list(na_values))
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-            raise TableError(f"Cannot read '{path}' as CSV: {err}") from None
+            failure = (type(err).__name__, str(err))
+        else:
+            failure = None
+        if failure is not None:  # the parser's message may quote the file's contents
+            raise TableError(with_private_detail(
+                f"Cannot read '{path}' as CSV ({failure[0]})", failure[1]))
         for column in numbers:
             if column in data.columns:
                 data[column] = _to_float(data[column], column)

@@ -51,3 +51,17 @@ def test_atomic_path_keeps_the_old_file_and_no_temporary_on_failure(tmp_path):
     write_table(pd.DataFrame({'a': [1]}), tmp_path / 'sub' / 'new.parquet')
     assert pd.read_parquet(tmp_path / 'sub' / 'new.parquet')['a'].tolist() == [1]
     assert oct(os.stat(tmp_path / 'sub' / 'new.parquet').st_mode & 0o777) != '0o600'
+
+
+def test_a_table_that_cannot_be_read_says_why_without_its_contents(tmp_path):
+    """The reader's message (here: the byte it could not decode) is private detail (issue 40)."""
+    from sdv_dpkme import private_values_in_errors
+
+    path = tmp_path / 'bad.csv'
+    path.write_bytes(b'a,b\n1,2\n\xff\xfe,9\n')
+    columns = {'a': {'sdtype': 'categorical'}, 'b': {'sdtype': 'categorical'}}
+    with pytest.raises(TableError, match=r'as CSV \(UnicodeDecodeError\)') as caught:
+        read_table(path, columns)
+    assert '0xff' not in str(caught.value) and caught.value.__context__ is None
+    with private_values_in_errors(), pytest.raises(TableError, match='0xff'):
+        read_table(path, columns)

@@ -23,6 +23,7 @@ import pandas as pd
 from rdt.transformers.base import BaseTransformer
 
 from sdv_dpkme.domain.spec import MAX_DISCRETE_VALUES, discrete_bounds, is_discrete
+from sdv_dpkme.privacy.diagnostics import with_private_detail
 
 FIXED_SEED = 0
 MISSING = '__missing__'
@@ -33,14 +34,15 @@ MISSING_RULES = ('error', 'absorb')
 
 
 def to_numbers(data, column):
-    """Floats of a numerical column (NaN where missing); a clear error for non-numbers."""
+    """Floats of a numerical column (NaN where missing); a clear error for non-numbers, which
+    quotes no value unless the curator asked (``privacy.diagnostics``)."""
     try:
         return pd.to_numeric(pd.Series(data), errors='raise').astype(float).to_numpy()
-    except (ValueError, TypeError):
-        raise ValueError(
-            f"Column '{column}' is numerical but holds values that are not "
-            'numbers; fix the data or declare the column categorical in the metadata.'
-        ) from None
+    except (ValueError, TypeError) as err:
+        detail = str(err)
+    raise ValueError(with_private_detail(
+        f"Column '{column}' is numerical but holds values that are not numbers; fix the data or "
+        'declare the column categorical in the metadata', detail))
 
 
 def bucket_codes(data):
@@ -67,11 +69,16 @@ def to_timestamps_ns(data, column, datetime_format=None):
         else:
             ts = pd.Series(pd.to_datetime(series, format=datetime_format or 'mixed'))
     except (ValueError, TypeError) as err:
-        fmt = f' in format {datetime_format!r}' if datetime_format else ''
-        raise ValueError(f"Column '{column}' holds values that are not dates{fmt}: {err}") from None
-    values = ts.astype('datetime64[ns]').astype('int64').astype(float).to_numpy()
-    values[ts.isna().to_numpy()] = np.nan
-    return values
+        detail = str(err)  # pandas quotes the value (and its position)
+    else:
+        values = ts.astype('datetime64[ns]').astype('int64').astype(float).to_numpy()
+        values[ts.isna().to_numpy()] = np.nan
+        return values
+    fix = (f' in format {datetime_format!r}; fix the data or the declared format'
+           if datetime_format else "; fix the data, or declare their format: domain={'columns': "
+           f"{{'{column}': {{'datetime_format': '%Y-%m-%d'}}}}}}")
+    raise ValueError(with_private_detail(
+        f"Column '{column}' holds values that are not dates{fix}", detail))
 
 
 def warn_clipped(column, values, null, low, high, show, quiet=False):

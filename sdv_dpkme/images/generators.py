@@ -33,6 +33,7 @@ from sdv_dpkme.images._inputs import (
     positive_number,
 )
 from sdv_dpkme.privacy import Ledger
+from sdv_dpkme.privacy.diagnostics import sanitised_errors
 
 
 class _KMEImageGenerator:
@@ -68,6 +69,7 @@ class _KMEImageGenerator:
     def _feature_map(self, blocks, rng):
         raise NotImplementedError
 
+    @sanitised_errors  # messages quote no private value (privacy.diagnostics)
     def fit(self, X, y):
         """Release the embeddings of (X, y) and train the generator on them; returns self."""
         pixel_range = self._check_parameters()

@@ -55,6 +55,7 @@ from sdv_dpkme.images._inputs import (
 )
 from sdv_dpkme.images.scattering import PAPER_NORM_EPS, ScatterNet
 from sdv_dpkme.privacy import Ledger, PoissonSubsampledGaussianMechanism
+from sdv_dpkme.privacy.diagnostics import sanitised_errors
 
 
 MECHANISMS = ('dp-sgd', 'moments')
@@ -78,7 +79,8 @@ class DPKIPScatterNet:
 
     Args:
         epsilon, delta: the (epsilon, delta) budget (replace-one neighbouring datasets).
-        images_per_class: support images per class (the distilled set has n_classes times it).
+        images_per_class: support images per class (the distilled set has n_classes times it);
+            public: it does not depend on how many private images a class holds (any, or none).
         n_classes: the public number of classes; labels must be 0..n_classes-1.
         epochs, batch_size: DP-SGD length: each step includes every private image independently
             with probability q = batch_size / n (Poisson), for T = ceil(epochs / q) steps.
@@ -183,12 +185,13 @@ class DPKIPScatterNet:
         q = min(1.0, float(self.batch_size) / n)
         return q, max(1, math.ceil(float(self.epochs) / q - 1e-9))
 
+    @sanitised_errors  # messages quote no private value (privacy.diagnostics)
     def fit(self, X, y):
         """Distil (X, y); returns self."""
         pixel_range = self._check_parameters()
         images = as_images(X, pixel_range)
         n = len(images)
-        labels = as_labels(y, n, self.n_classes, min_per_class=self.images_per_class)
+        labels = as_labels(y, n, self.n_classes)
         started = time.perf_counter()
         device = resolve_device(self.device)
         net = ScatterNet(images.shape[2:], norm_eps=self._norm_eps()).to(device)

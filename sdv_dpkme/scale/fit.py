@@ -27,6 +27,7 @@ import pandas as pd
 from sdv import version
 from sdv.errors import SynthesizerInputError
 
+from sdv_dpkme.privacy.diagnostics import sanitised_errors
 from sdv_dpkme.synthesizers.rows import PartitionEncoder, TableChecks, repeat_notes
 from sdv_dpkme.scale.sources import SourceError, open_source
 
@@ -34,6 +35,7 @@ SUPPORTED = ("DPHPSynthesizer and DPMERFSynthesizer (releases='single'): their r
              'sums over the rows, computed in one pass')
 
 
+@sanitised_errors  # workers' and readers' messages may quote private values
 def fit_distributed(synthesizer, data, table_name=None):
     """Fit ``synthesizer`` on a Dask or Spark DataFrame, or on Parquet file(s) read out of core.
 

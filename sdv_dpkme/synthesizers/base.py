@@ -50,6 +50,7 @@ from sdv_dpkme.domain.transformers import (
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
+from sdv_dpkme.privacy.diagnostics import sanitised_errors
 from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
@@ -61,6 +62,7 @@ from sdv_dpkme.synthesizers.public_state import (
     set_data_length,
     warn_undeclared_types,
 )
+from sdv_dpkme.synthesizers.entry_points import SanitisedEntryPoints
 from sdv_dpkme.synthesizers.rows import FrameRows
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
@@ -72,7 +74,7 @@ class MissingDomainError(SynthesizerInputError, DomainError):
     """Modelled columns lack a public domain and discovery is off (``domain_budget_share=0``)."""
 
 
-class BaseDPSynthesizer(BaseSingleTableSynthesizer):
+class BaseDPSynthesizer(SanitisedEntryPoints, BaseSingleTableSynthesizer):
     """Differentially private single-table synthesizer (abstract, method-neutral).
 
     Args:
@@ -388,6 +390,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         self._constraints_fitted = True
         return table_data
 
+    @sanitised_errors  # with fit, and preprocess and fit_processed_data (entry_points.py)
     def validate(self, data):
         with warnings.catch_warnings():
             # SDV's advice (a datetime_format in the metadata) does not apply: detected formats
@@ -484,6 +487,7 @@ class BaseDPSynthesizer(BaseSingleTableSynthesizer):
         return errors
 
     # ------------------------------------------------------------------------- fit
+    @sanitised_errors
     def fit(self, data):
         """SDV's fit; a Dask or Spark DataFrame goes to ``sdv_dpkme.fit_distributed``."""
         table = next(iter(data.values())) if isinstance(data, dict) and len(data) == 1 else data
