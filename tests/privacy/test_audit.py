@@ -190,3 +190,22 @@ def test_skipped_projection_is_caught(project, adult, monkeypatch):
         assert result.epsilon_lower_bound <= EPSILON
     else:
         assert result.exceeds_claim, result.bounds
+
+
+def test_cli_audit_writes_bound_next_to_claim(tmp_path):
+    import json
+
+    from sdv_dpkme.cli import main
+
+    out, page = tmp_path / 'audit.json', tmp_path / 'audit.html'
+    main(['audit', '-s', 'dpmerf', '--rows', '120', '--trials', '2', '-p', 'steps=3',
+          '-p', 'n_features=64', '--epsilon', '2', '--out', str(out), '--html', str(page), '-q'])
+    result = json.loads(out.read_text())
+    for key in ('synthesizer', 'settings', 'claimed_epsilon', 'delta', 'method', 'trials',
+                'confidence', 'epsilon_lower_bound', 'statistic', 'stand_in', 'bounds'):
+        assert key in result
+    assert result['claimed_epsilon'] == 2.0 and result['trials'] == 4
+    assert 0 <= result['epsilon_lower_bound'] <= 2.0
+    assert 'Adult sample' in result['stand_in']
+    text = page.read_text()
+    assert 'Measured lower bound on epsilon' in text and 'Claimed epsilon' in text
