@@ -102,9 +102,14 @@ def neighbours(table, canary, replace_index=0):
     return table, with_canary
 
 
-def _fit(factory, frame, table_name, stop_after=None, fit=None):
+def _fit(factory, frame, table_name, stop_after=None, fit=None, white_box=True):
+    """One fit; ``white_box``: it ends once its recorded releases are made (the engine's
+    ``releases_done``, or ``stop_after`` releases)."""
     synthesizer = factory()
-    with recording(stop_after) as recorder:
+    if getattr(synthesizer, 'random_state', 0) is None:
+        raise ValueError('the audit needs a fixed model random_state, so that every fit draws '
+                         'the same public feature maps (the privacy noise stays secret)')
+    with recording(stop_after, stop_when_done=white_box) as recorder:
         if fit is None:
             synthesizer.fit({table_name: frame})
         else:
@@ -170,13 +175,12 @@ def run_audit(factory, table, *, table_name, stand_in, canary=None, replace_inde
         raise ValueError(f'confidence must be in (0, 1), got {confidence!r}')
     canary = default_canary(table, replace_index) if canary is None else canary
     d_out, d_in = neighbours(table, canary, replace_index)
-    bar = _bar(progress, 2 + trials + black_box_fits)
+    bar = _bar(progress, 2 + trials + (black_box_fits + 2 if black_box_fits else 0))
     ref_synth, ref_out = _fit(factory, d_out, table_name, fit=fit)
     bar.update()
-    _, ref_in = _fit(factory, d_in, table_name, fit=fit)
+    _, ref_in = _fit(factory, d_in, table_name, stop_after=len(ref_out) or None, fit=fit)
     bar.update()
-    report = ref_synth.get_privacy_report()
-    claimed, delta = float(report.epsilon), float(report.delta)
+    claimed, delta = float(ref_synth.epsilon), float(ref_synth.delta)
     keep = _matching(ref_out, ref_in, ref_out)
     noise = {}
     _collect(noise, ref_out, keep)
@@ -190,8 +194,8 @@ def run_audit(factory, table, *, table_name, stand_in, canary=None, replace_inde
         scores[bit].append(score)
         _collect(noise, releases, _matching(ref_out, ref_in, releases))
         bar.update()
-    bb = _black_box(factory, ref_synth, d_out, d_in, canary, table_name, black_box_fits,
-                    sample_rows, bar)
+    bb = _black_box(factory, d_out, d_in, canary, table_name, black_box_fits, sample_rows, bar,
+                    fit)
     bar.close()
     _, mu_claimed = llr_score(ref_out, ref_in, ref_out)
     methods = ['gaussian'] + (['clopper_pearson', 'guessing'] if trials else [])
@@ -241,21 +245,23 @@ def _gaussian_bound(ref_out, ref_in, kappa, delta):
     return min(st.MAX_EPSILON, st.gaussian_epsilon(mu, delta))
 
 
-def _black_box(factory, ref_synth, d_out, d_in, canary, table_name, fits, rows, bar):
+def _black_box(factory, d_out, d_in, canary, table_name, fits, rows, bar, fit):
     if not fits:
         return {}
-    ref_in_synth, _ = _fit(factory, d_in, table_name)
-    base_out = similarity(ref_synth.sample(rows), canary, d_out)
+    ref_out_synth, _ = _fit(factory, d_out, table_name, fit=fit, white_box=False)
+    ref_in_synth, _ = _fit(factory, d_in, table_name, fit=fit, white_box=False)
+    base_out = similarity(ref_out_synth.sample(rows), canary, d_out)
     base_in = similarity(ref_in_synth.sample(rows), canary, d_out)
     threshold = (base_out + base_in) / 2  # from fits independent of the trials
     correct = 0
     for _ in range(fits):
         bit = secrets.randbits(1)
-        synth, _ = _fit(factory, d_in if bit else d_out, table_name)
+        synth, _ = _fit(factory, d_in if bit else d_out, table_name, fit=fit, white_box=False)
         score = similarity(synth.sample(rows), canary, d_out)
         guess = score > threshold if base_in >= base_out else score < threshold
         correct += int(guess == bool(bit))
         bar.update()
+    bar.update(2)
     return {'fits': fits, 'correct': correct, 'sample_rows': rows, 'threshold': threshold,
             'statistic': 'mean share of columns where a sampled row matches the canary'}
 

@@ -37,8 +37,9 @@ class RecordedRelease:
 
 
 class ReleaseRecorder:
-    def __init__(self, stop_after=None):
+    def __init__(self, stop_after=None, stop_when_done=False):
         self.stop_after = stop_after
+        self.stop_when_done = stop_when_done
         self.releases = []
 
     def add(self, name, clean, noisy, std, details):
@@ -59,11 +60,20 @@ def active_recorder():
     return _ACTIVE.get()
 
 
+def releases_done():
+    """Called by an engine once its recorded releases are made and only training is left:
+    inside ``recording(stop_when_done=True)`` the fit ends here; otherwise a no-op."""
+    recorder = _ACTIVE.get()
+    if recorder is not None and recorder.stop_when_done:
+        raise ReleasesRecorded()
+
+
 @contextlib.contextmanager
-def recording(stop_after=None):
+def recording(stop_after=None, stop_when_done=False):
     """Record every Gaussian release made in this context; with ``stop_after`` the fit is
-    ended (``ReleasesRecorded``, caught here) once that many releases are recorded."""
-    recorder = ReleaseRecorder(stop_after)
+    ended (``ReleasesRecorded``, caught here) once that many releases are recorded, with
+    ``stop_when_done`` when its engine calls ``releases_done``."""
+    recorder = ReleaseRecorder(stop_after, stop_when_done)
     token = _ACTIVE.set(recorder)
     try:
         yield recorder
