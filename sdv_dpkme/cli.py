@@ -343,6 +343,8 @@ def report(args):
     synthesizer = _load_synthesizer(args.synthesizer)
     real = _read_table(real_path, synthesizer, args.na_value or ['']) if real_path else None
     kwargs = {'classifiers': classifiers} if classifiers else {}
+    if args.audit:
+        kwargs['audit'] = _json_file(args.audit, 'Audit file')
     try:
         page = build_report(synthesizer, real=real, num_rows=args.rows,
                             real_name=real_path.name if real_path else None, **kwargs)
@@ -573,6 +575,8 @@ def build_parser():
                         'GaussianNB,DecisionTreeClassifier,RandomForestClassifier)')
     r.add_argument('--na-value', action='append', metavar='TEXT',
                    help='a CSV field of --real that means a missing value (default: empty)')
+    r.add_argument('--audit', default=None,
+                   help='an audit JSON written by `sdv-dpkme audit`, shown next to the ledger')
     r.add_argument('--out', '-o', required=True, help='.html file to write')
 
     t = sub.add_parser(
@@ -608,8 +612,8 @@ def build_parser():
     a.add_argument('--table', default=None, help='table name, if the metadata has several')
     a.add_argument('--target', default=None, help='target column (default on Adult: income)')
     a.add_argument('--rows', type=_rows, default=None, help='use the first ROWS stand-in rows')
-    a.add_argument('--trials', type=int, default=20,
-                   help='white-box trials (fits stopped after their releases); default 20')
+    a.add_argument('--trials', type=int, default=50,
+                   help='white-box trials (fits stopped after their releases); default 50')
     a.add_argument('--black-box-fits', type=int, default=0,
                    help='full fits scored on samples (black-box); default 0')
     a.add_argument('--confidence', type=float, default=0.95)

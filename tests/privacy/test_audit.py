@@ -210,3 +210,14 @@ def test_cli_audit_writes_bound_next_to_claim(tmp_path):
     assert 'Adult sample' in result['stand_in']
     text = page.read_text()
     assert 'Measured lower bound on epsilon' in text and 'Claimed epsilon' in text
+
+
+def test_synthesizer_report_shows_the_audit_next_to_the_ledger(adult):
+    from sdv_dpkme.evaluation.html_report import build_report
+
+    result = audit(DPMERFSynthesizer, adult, trials=0).to_dict()
+    synthesizer = factory(DPMERFSynthesizer, adult)()
+    synthesizer.fit({'adult': adult[0]})
+    page = build_report(synthesizer, num_rows=50, audit=result)
+    assert 'id="privacy-audit"' in page and 'Measured lower bound on epsilon' in page
+    assert page.index('id="privacy-ledger"') < page.index('id="privacy-audit"')
