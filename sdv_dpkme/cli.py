@@ -450,6 +450,10 @@ def domain_template(args):
     )
 
 
+def prog_name():
+    return 'sdv-dpkme'
+
+
 def audit(args):
     """Empirical privacy audit on a PUBLIC stand-in table (default: the bundled Adult sample)."""
     import sdv_dpkme
@@ -457,6 +461,10 @@ def audit(args):
     from sdv_dpkme.fileio import atomic_path
     from sdv_dpkme.privacy.audit import STAND_IN_WARNING, run_audit
 
+    if args.trials < 0 or args.black_box_fits < 0:
+        raise UsageError('--trials and --black-box-fits must be >= 0.')
+    if not 0 < args.confidence < 1:
+        raise UsageError(f'--confidence must be in (0, 1), got {args.confidence!r}.')
     out = _output_file(args.out, 'Audit file', ['.json'])
     html = _output_file(args.html, 'HTML file', ['.html', '.htm']) if args.html else None
     cls = getattr(sdv_dpkme, SYNTHESIZERS[args.synthesizer])
@@ -499,8 +507,10 @@ def audit(args):
     print(f"claimed epsilon {result['claimed_epsilon']:g}, measured lower bound "
           f"{result['epsilon_lower_bound']:.3g} ({result['method']}, confidence "
           f"{result['confidence']:g}); wrote {out}" + (f' and {html}' if html else ''))
-    if result['exceeds_claim']:
-        raise CommandError('the measured lower bound EXCEEDS the claimed epsilon')
+    if result['exceeds_claim']:  # the files are written: exit 1 without main's 'nothing written'
+        print(f'{prog_name()} audit: the measured lower bound EXCEEDS the claimed epsilon: the '
+              'implementation leaks more than it accounts for.', file=sys.stderr)
+        raise SystemExit(EXIT_FAILED)
 
 
 # ---------------------------------------------------------------------------------- main

@@ -51,6 +51,7 @@ class AuditResult:
     method: str
     confidence: float
     trials: int
+    reference_fits: int
     canaries_per_trial: int
     bounds: dict
     statistic: str
@@ -181,6 +182,8 @@ def run_audit(factory, table, *, table_name, stand_in, canary=None, replace_inde
     _, ref_in = _fit(factory, d_in, table_name, stop_after=len(ref_out) or None, fit=fit)
     bar.update()
     claimed, delta = float(ref_synth.epsilon), float(ref_synth.delta)
+    if not math.isfinite(claimed):
+        raise ValueError('epsilon=inf adds no noise: there is no claim to audit')
     keep = _matching(ref_out, ref_in, ref_out)
     noise = {}
     _collect(noise, ref_out, keep)
@@ -190,7 +193,7 @@ def run_audit(factory, table, *, table_name, stand_in, canary=None, replace_inde
     for _ in range(trials):
         bit = secrets.randbits(1)
         _, releases = _fit(factory, d_in if bit else d_out, table_name, stop_after=stop, fit=fit)
-        score, mu = llr_score(ref_out, ref_in, releases)
+        score, _ = llr_score(ref_out, ref_in, releases)
         scores[bit].append(score)
         _collect(noise, releases, _matching(ref_out, ref_in, releases))
         bar.update()
@@ -218,7 +221,7 @@ def run_audit(factory, table, *, table_name, stand_in, canary=None, replace_inde
         synthesizer=type(ref_synth).__name__, settings=_describe(factory, ref_synth),
         claimed_epsilon=claimed, delta=delta, epsilon_lower_bound=bounds[best],
         method=best if bounds[best] > 0 else 'none (all bounds 0)', confidence=confidence,
-        trials=trials + 2, canaries_per_trial=1, bounds=bounds,
+        trials=trials, reference_fits=2, canaries_per_trial=1, bounds=bounds,
         statistic=('white-box log-likelihood ratio of the recorded Gaussian releases against '
                    'the clean statistics of D and D\' (threshold mu/2)'),
         stand_in=stand_in, releases_audited=[ref_out[j].name for j in keep],

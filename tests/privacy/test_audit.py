@@ -205,7 +205,7 @@ def test_cli_audit_writes_bound_next_to_claim(tmp_path):
     for key in ('synthesizer', 'settings', 'claimed_epsilon', 'delta', 'method', 'trials',
                 'confidence', 'epsilon_lower_bound', 'statistic', 'stand_in', 'bounds'):
         assert key in result
-    assert result['claimed_epsilon'] == 2.0 and result['trials'] == 4
+    assert result['claimed_epsilon'] == 2.0 and result['trials'] == 2
     assert 0 <= result['epsilon_lower_bound'] <= 2.0
     assert 'Adult sample' in result['stand_in']
     text = page.read_text()
@@ -221,3 +221,34 @@ def test_synthesizer_report_shows_the_audit_next_to_the_ledger(adult):
     page = build_report(synthesizer, num_rows=50, audit=result)
     assert 'id="privacy-audit"' in page and 'Measured lower bound on epsilon' in page
     assert page.index('id="privacy-ledger"') < page.index('id="privacy-audit"')
+
+
+def test_cli_audit_on_a_declared_public_table_with_black_box_fits(tmp_path):
+    import json
+
+    from sdv_dpkme.cli import main
+    from tests.cli_helpers import write_adult_files
+
+    files = write_adult_files(tmp_path, train_rows=120, holdout_rows=10)
+    out = tmp_path / 'audit.json'
+    main(['audit', '-s', 'reweighting', '--data', str(files['train']), '--metadata',
+          str(files['metadata']), '--domain', str(files['domain']), '--target', 'income',
+          '--trials', '2', '--black-box-fits', '2', '-p', 'steps=3', '-p', 'n_features=64',
+          '--out', str(out), '-q'])
+    result = json.loads(out.read_text())
+    assert 'declared PUBLIC' in result['stand_in']
+    assert result['black_box']['fits'] == 2 and 'black_box' in result['bounds']
+    assert result['epsilon_lower_bound'] <= result['claimed_epsilon']
+
+
+def test_cli_audit_exits_1_when_the_claim_is_broken(tmp_path, monkeypatch):
+    from sdv_dpkme.cli import main
+
+    real = mechanisms.NoiseSource.normal
+    monkeypatch.setattr(mechanisms.NoiseSource, 'normal',
+                        lambda self, shape, std: real(self, shape, std) * 0.1)
+    out = tmp_path / 'audit.json'
+    with pytest.raises(SystemExit) as exit_info:
+        main(['audit', '-s', 'dpmerf', '--rows', '120', '--trials', '0', '-p', 'steps=3',
+              '-p', 'n_features=64', '--out', str(out), '-q'])
+    assert exit_info.value.code == 1 and out.exists()
