@@ -13,8 +13,9 @@ bit with the real fit path and real secret noise, and a test guesses the bit.
   statistic, noisy output and noise std. Two reference fits give the clean statistics s(D),
   s(D') (a fixed model ``random_state`` makes them the same in every fit); the score of a trial is
   the log-likelihood-ratio statistic sum_j <y_j - s_j(D), s_j(D') - s_j(D)> / std_j^2,
-  normalised to N(0, 1) under D and N(mu, 1) under D' for a correct fit. Trials stop right after
-  the releases (``stop_after``), so one costs one pass over the rows.
+  normalised to N(0, 1) under D and N(mu, 1) under D' for a correct fit. Every white-box fit
+  stops right after its releases (the engine's ``recorder.releases_done``, or ``stop_after``),
+  so one costs one pass over the rows.
 * Bounds (each at level 1 - alpha/k over the k methods run, so the maximum holds at 1 - alpha):
   'clopper_pearson' and 'guessing' are assumption-free (see ``audit_stats``); 'gaussian' assumes
   what the recorder sees, each release = clean statistic + iid Gaussian noise of unknown scale,
@@ -34,6 +35,8 @@ import pandas as pd
 
 from sdv_dpkme.privacy import audit_stats as st
 from sdv_dpkme.privacy.recorder import recording
+
+__all__ = ['AuditResult', 'STAND_IN_WARNING', 'default_canary', 'neighbours', 'run_audit']
 
 STAND_IN_WARNING = (
     'The audit must run on a PUBLIC or SYNTHETIC stand-in table, never on private rows: its '

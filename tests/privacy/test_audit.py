@@ -252,3 +252,18 @@ def test_cli_audit_exits_1_when_the_claim_is_broken(tmp_path, monkeypatch):
         main(['audit', '-s', 'dpmerf', '--rows', '120', '--trials', '0', '-p', 'steps=3',
               '-p', 'n_features=64', '--out', str(out), '-q'])
     assert exit_info.value.code == 1 and out.exists()
+
+
+def test_white_box_fits_stop_after_their_releases(adult):
+    """The engine's releases_done() ends a fit inside an audit (no training), and is a no-op
+    outside one."""
+    build = factory(DPMERFSynthesizer, adult)
+    synthesizer = build()
+    with recording(stop_when_done=True) as rec:
+        synthesizer.fit({'adult': adult[0]})
+    assert [r.name for r in rec.releases] == ['class_proportions', 'embedding', 'marginals',
+                                              'pairs']
+    assert not synthesizer._fitted
+    synthesizer = build()
+    synthesizer.fit({'adult': adult[0]})
+    assert synthesizer._fitted
