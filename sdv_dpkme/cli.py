@@ -1,4 +1,4 @@
-"""Command line: ``sdv-dpkme fit | sample | report | domain-template | demo`` (or
+"""Command line: ``sdv-dpkme fit | sample | report | domain-template | demo | audit`` (or
 ``python -m sdv_dpkme ...``). See docs/cli.md.
 
 Every argument and input file is checked before any work, so a bad one costs nothing. Outputs are
@@ -343,6 +343,8 @@ def report(args):
     synthesizer = _load_synthesizer(args.synthesizer)
     real = _read_table(real_path, synthesizer, args.na_value or ['']) if real_path else None
     kwargs = {'classifiers': classifiers} if classifiers else {}
+    if args.audit:
+        kwargs['audit'] = _json_file(args.audit, 'Audit file')
     try:
         page = build_report(synthesizer, real=real, num_rows=args.rows,
                             real_name=real_path.name if real_path else None, **kwargs)
@@ -448,6 +450,69 @@ def domain_template(args):
     )
 
 
+def prog_name():
+    return 'sdv-dpkme'
+
+
+def audit(args):
+    """Empirical privacy audit on a PUBLIC stand-in table (default: the bundled Adult sample)."""
+    import sdv_dpkme
+    from sdv_dpkme.evaluation.audit_report import audit_html
+    from sdv_dpkme.fileio import atomic_path
+    from sdv_dpkme.privacy.audit import STAND_IN_WARNING, run_audit
+
+    if args.trials < 0 or args.black_box_fits < 0:
+        raise UsageError('--trials and --black-box-fits must be >= 0.')
+    if not 0 < args.confidence < 1:
+        raise UsageError(f'--confidence must be in (0, 1), got {args.confidence!r}.')
+    out = _output_file(args.out, 'Audit file', ['.json'])
+    html = _output_file(args.html, 'HTML file', ['.html', '.htm']) if args.html else None
+    cls = getattr(sdv_dpkme, SYNTHESIZERS[args.synthesizer])
+    params = _parameters(args.param, cls)
+    if args.data:
+        if not (args.metadata and args.domain):
+            raise UsageError('--data needs --metadata and --domain (a public domain spec).')
+        metadata, table_name = _load_metadata(args.metadata, args.table)
+        domain = _json_file(args.domain, 'Domain file')
+        from sdv_dpkme.fileio import read_table
+
+        columns = metadata.to_dict()['tables'][table_name]['columns']
+        table = read_table(_table_file(args.data, 'Stand-in table file'), columns)
+        stand_in = f'{Path(args.data).name}, declared PUBLIC by the user'
+        target = args.target
+    else:
+        from sdv_dpkme.datasets import load_adult_sample
+
+        table, metadata, domain = load_adult_sample()
+        table_name, target = 'adult', args.target or 'income'
+        stand_in = 'the bundled public Adult sample (sdv_dpkme.datasets.load_adult_sample)'
+    if args.rows:
+        table = table.head(args.rows)
+        stand_in += f', first {len(table)} rows'
+    print(f'warning: {STAND_IN_WARNING}', file=sys.stderr)
+
+    def factory():
+        return cls(metadata, epsilon=args.epsilon, delta=args.delta, domain=domain,
+                   target_column=target, random_state=args.seed, verbose=False, **params)
+
+    result = run_audit(factory, table.reset_index(drop=True), table_name=table_name,
+                       stand_in=stand_in, trials=args.trials,
+                       black_box_fits=args.black_box_fits, confidence=args.confidence,
+                       progress=not args.quiet).to_dict()
+    with atomic_path(out) as tmp:
+        Path(tmp).write_text(json.dumps(result, indent=2, default=str), encoding='utf-8')
+    if html:
+        with atomic_path(html) as tmp:
+            Path(tmp).write_text(audit_html(result), encoding='utf-8')
+    print(f"claimed epsilon {result['claimed_epsilon']:g}, measured lower bound "
+          f"{result['epsilon_lower_bound']:.3g} ({result['method']}, confidence "
+          f"{result['confidence']:g}); wrote {out}" + (f' and {html}' if html else ''))
+    if result['exceeds_claim']:  # the files are written: exit 1 without main's 'nothing written'
+        print(f'{prog_name()} audit: the measured lower bound EXCEEDS the claimed epsilon: the '
+              'implementation leaks more than it accounts for.', file=sys.stderr)
+        raise SystemExit(EXIT_FAILED)
+
+
 # ---------------------------------------------------------------------------------- main
 def build_parser():
     parser = argparse.ArgumentParser(
@@ -522,6 +587,8 @@ def build_parser():
                         'GaussianNB,DecisionTreeClassifier,RandomForestClassifier)')
     r.add_argument('--na-value', action='append', metavar='TEXT',
                    help='a CSV field of --real that means a missing value (default: empty)')
+    r.add_argument('--audit', default=None,
+                   help='an audit JSON written by `sdv-dpkme audit`, shown next to the ledger')
     r.add_argument('--out', '-o', required=True, help='.html file to write')
 
     t = sub.add_parser(
@@ -541,11 +608,38 @@ def build_parser():
     p.add_argument('--rows', type=_rows, default=None, help='synthetic rows (default: as many)')
     p.add_argument('--seed', type=int, default=0, help='model seed (never the privacy noise)')
     p.add_argument('--out', default='out')
+
+    a = sub.add_parser(
+        'audit', help='measure a lower bound on epsilon on a PUBLIC stand-in table',
+        description='Empirical privacy audit: fits the synthesizer with and without a canary row '
+                    'on a PUBLIC stand-in table (default: the bundled Adult sample) and writes '
+                    'the measured lower bound on epsilon next to the claimed one. NEVER give it '
+                    'private rows: its output is not private. See docs/audit.md.')
+    a.add_argument('--synthesizer', '-s', choices=sorted(SYNTHESIZERS), default='dphp')
+    a.add_argument('--epsilon', type=_epsilon, default=1.0)
+    a.add_argument('--delta', type=_delta, default=1e-5)
+    a.add_argument('--data', default=None, help='a PUBLIC stand-in table (default: Adult sample)')
+    a.add_argument('--metadata', '-m', default=None, help='SDV metadata JSON (with --data)')
+    a.add_argument('--domain', '-d', default=None, help='public domain spec JSON (with --data)')
+    a.add_argument('--table', default=None, help='table name, if the metadata has several')
+    a.add_argument('--target', default=None, help='target column (default on Adult: income)')
+    a.add_argument('--rows', type=_rows, default=None, help='use the first ROWS stand-in rows')
+    a.add_argument('--trials', type=int, default=50,
+                   help='white-box trials (fits stopped after their releases); default 50')
+    a.add_argument('--black-box-fits', type=int, default=0,
+                   help='full fits scored on samples (black-box); default 0')
+    a.add_argument('--confidence', type=float, default=0.95)
+    a.add_argument('--seed', type=int, default=0, help='model seed (never the privacy noise)')
+    a.add_argument('--param', '-p', action='append', metavar='NAME=VALUE',
+                   help='another synthesizer argument, value as JSON; repeatable')
+    a.add_argument('--out', '-o', required=True, help='audit JSON file to write')
+    a.add_argument('--html', default=None, help='also write an HTML page of the audit')
+    a.add_argument('--quiet', '-q', action='store_true', help='no progress bar')
     return parser
 
 
 COMMANDS = {'fit': fit, 'sample': sample, 'report': report, 'demo': demo,
-            'domain-template': domain_template}
+            'domain-template': domain_template, 'audit': audit}
 
 
 @contextlib.contextmanager

@@ -45,6 +45,7 @@ from sdv_dpkme.engines.link_structure import (
 )
 from sdv_dpkme.features import PairwiseKernelMap, replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
+from sdv_dpkme.privacy.recorder import releases_done
 
 
 @dataclass
@@ -209,6 +210,7 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
         chosen = release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas,
                                         selection, ledger)
     del stats
+    releases_done()  # an audit's white-box trial ends here (privacy.recorder); else a no-op
     model = train(blocks, columns, target, weights, objectives, training, rng, verbose)
     model.loss_values.attrs['selected_pairs'] = chosen
     return model
@@ -304,6 +306,7 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
         return mechanism.release(joint) / divisor
 
     objectives.insert(0, Objective(term.label, term.feature_map, batch_target))
+    releases_done()  # the recorded (plain) releases are made; the subsampled ones are not recorded
     return train(blocks, columns, target, weights, objectives, training, rng, verbose)
 
 

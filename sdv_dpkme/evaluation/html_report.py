@@ -419,7 +419,7 @@ footer{color:#8494a5;font-size:12px;margin-top:32px}
 
 
 def build_report(synthesizer, real=None, num_rows=None, real_name=None,
-                 classifiers=REPORT_CLASSIFIERS, worst_columns=4, worst_pairs=3):
+                 classifiers=REPORT_CLASSIFIERS, worst_columns=4, worst_pairs=3, audit=None):
     """The report as one HTML string.
 
     Args:
@@ -432,6 +432,8 @@ def build_report(synthesizer, real=None, num_rows=None, real_name=None,
         classifiers: TSTR classifiers (names of ``DEFAULT_CLASSIFIERS``), used with a real
             table when the synthesizer has a ``target_column``.
         worst_columns, worst_pairs (int): how many real-vs-synthetic figures to draw.
+        audit (dict or None): an ``AuditResult.to_dict()`` (``sdv-dpkme audit``), shown next to
+            the privacy ledger.
     """
     check_dependencies()
     metadata = synthesizer.get_metadata()
@@ -453,6 +455,11 @@ def build_report(synthesizer, real=None, num_rows=None, real_name=None,
     parts = [_summary(synthesizer, table_name, synthetic, real, real_name, generated),
              _ledger(synthesizer.get_privacy_report())]
     nav = [('summary', 'Summary'), ('privacy-ledger', 'Privacy ledger')]
+    if audit is not None:
+        from sdv_dpkme.evaluation.audit_report import audit_section
+
+        parts.append(audit_section(audit))
+        nav.append(('privacy-audit', 'Privacy audit'))
     if real is not None:
         from sdv_dpkme.evaluation.quality import quality_scores
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
+from sdv_dpkme.privacy.recorder import active_recorder
 from sdv_dpkme.privacy.report import Release
 
 # Domain-separation tags: the keystream and the seed-to-key derivation never share an input.
@@ -176,6 +177,8 @@ class GaussianMechanism:
                 details=dict(details or {}),
             )
         )
-        if std == 0:
-            return value.clone()
-        return value + self.noise.normal(value.shape, std)
+        noisy = value.clone() if std == 0 else value + self.noise.normal(value.shape, std)
+        recorder = active_recorder()  # None outside a privacy audit
+        if recorder is not None:
+            recorder.add(name, value, noisy, std, details)
+        return noisy
