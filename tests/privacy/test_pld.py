@@ -220,3 +220,17 @@ def test_without_replacement_bound_agrees_with_autodps_implementation(sigma, q, 
     autodp = approx_dp(transformer_zoo.Composition()([mech], [steps]), DELTA)
     spent = epsilon_bounds(None, [(sigma, q, steps, SAMPLING_WOR)], DELTA)['RDP (dp-accounting)']
     assert spent == pytest.approx(autodp, rel=2e-3)
+
+
+@pytest.mark.parametrize('sigma, steps', [(1.0, 1), (4.0, 20)])
+def test_pld_convention_without_subsampling_is_the_analytic_gaussian(sigma, steps):
+    # q = 1 and the plain part: dp-accounting's REPLACE_ONE Gaussian with z = 2 sigma is the
+    # Gaussian of multiplier sigma relative to the replace-one sensitivity (a factor-2 slip in
+    # the convention would show here as a 2x or 0.5x epsilon)
+    from sdv_dpkme.privacy._autodp import gaussian_epsilon
+    from sdv_dpkme.privacy.subsampled import pld_epsilon
+
+    exact = gaussian_epsilon(sigma / math.sqrt(steps), DELTA)
+    for spent in (pld_epsilon(None, [(sigma, 1.0, steps, SAMPLING_POISSON)], DELTA),
+                  pld_epsilon(sigma / math.sqrt(steps), [], DELTA)):
+        assert exact * (1 - 1e-9) <= spent <= exact + 2 * PLD_DISCRETIZATION
