@@ -18,7 +18,7 @@ the report names each (docs/privacy.md, "Accounting of subsampled releases"):
   (1-q) N(0, z^2) + q N(+1, z^2) with z its noise multiplier = s / C: exactly our worst pair, a
   selected row whose clipped term flips from +C to -C (docs/privacy.md). Its plain Gaussian under
   ``REPLACE_ONE`` also reads z as s / C, i.e. means 2 apart, so both get z = 2 * our multiplier.
-  Pessimistic discretisation (``PLD_DISCRETIZATION``): an upper bound.
+  Pessimistic discretisation (``pld_discretization``): an upper bound at any interval.
 * ``RDP (autodp)``: RDP composition with the general subsampled-RDP bound of Wang, Balle &
   Kasiviswanathan (2019, Thm 9; autodp ``AmplificationBySampling(PoissonSampling=False)``),
   gamma = B/n or q; for Poisson it holds because its proof only uses pairwise bounds between the
@@ -65,6 +65,11 @@ BOUND_ORDER = (BOUND_PLD, BOUND_RDP_DPA, BOUND_RDP, BOUND_EXACT)
 #: grid pessimistically (an upper bound at any value); 1e-3 costs < 0.1% of epsilon against
 #: 1e-4 at DP-SGD schedules and is about 10x faster, which calibration needs
 PLD_DISCRETIZATION = 1e-3
+#: the privacy losses' range grows like 1/sigma^2: below this multiplier (plain or group) the
+#: interval grows as (PLD_COARSEN_BELOW / sigma)^2 so the grid keeps its size (still an upper
+#: bound; epsilon is large there); below PLD_MIN_MULTIPLIER the PLD is not evaluated
+PLD_COARSEN_BELOW = 0.5
+PLD_MIN_MULTIPLIER = 0.02
 #: orders of the dp-accounting RDP bound: sparser than its default, whose integer orders up to
 #: 256 cost O(order^2) each and calibration evaluates the bound often (any order set is valid)
 RDP_ORDERS = tuple([1 + x / 8 for x in range(1, 16)] + list(range(3, 21))
@@ -209,12 +214,20 @@ def _wor_event(z, prob):
         fraction.denominator, fraction.numerator, dp_event.GaussianDpEvent(z))
 
 
+def pld_discretization(smallest_multiplier):
+    """The PLD's value_discretization_interval for a composition whose smallest multiplier is
+    ``smallest_multiplier``."""
+    return PLD_DISCRETIZATION * max(1.0, (PLD_COARSEN_BELOW / smallest_multiplier) ** 2)
+
+
 @functools.lru_cache(maxsize=4096)
 def _pld_epsilon(plain, groups, delta):
     if not groups and plain is None:
         return 0.0
+    smallest = min([entry[0] for entry in groups] + ([plain] if plain else []))
     accountant = pld_privacy_accountant.PLDAccountant(
-        NeighboringRelation.REPLACE_ONE, value_discretization_interval=PLD_DISCRETIZATION)
+        NeighboringRelation.REPLACE_ONE,
+        value_discretization_interval=pld_discretization(smallest))
     # dp-accounting's REPLACE_ONE Gaussians read their multiplier as s / C with values of norm
     # <= C, i.e. means 2 apart in units of z: z = 2 * (s / replace-one sensitivity)
     accountant.compose(_composed_event(plain, groups, 2.0, _poisson_event))
@@ -222,11 +235,15 @@ def _pld_epsilon(plain, groups, delta):
 
 
 def pld_epsilon(gaussian_multiplier, subsampled, delta):
-    """PLD bound (Poisson groups only): dp-accounting's PLD accountant, REPLACE_ONE."""
+    """PLD bound (Poisson groups only): dp-accounting's PLD accountant, REPLACE_ONE; inf (not
+    evaluated) when a multiplier is below ``PLD_MIN_MULTIPLIER``."""
     groups = _entries(subsampled)
     if any(entry[3] != SAMPLING_POISSON for entry in groups):
         raise ValueError('the PLD bound models Poisson subsampling only')
-    return _pld_epsilon(_plain_sigma(gaussian_multiplier), groups, float(delta))
+    plain = _plain_sigma(gaussian_multiplier)
+    if min([entry[0] for entry in groups] + ([plain] if plain else [])) < PLD_MIN_MULTIPLIER:
+        return math.inf
+    return _pld_epsilon(plain, groups, float(delta))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -273,10 +290,13 @@ def bound_epsilon(name, gaussian_multiplier, subsampled, delta):
 
 
 def epsilon_bounds(gaussian_multiplier, subsampled, delta):
-    """{bound name: epsilon} of every bound that holds (``applicable_bounds``); all are valid,
-    the spend is their min."""
-    return {name: bound_epsilon(name, gaussian_multiplier, subsampled, delta)
-            for name in applicable_bounds(subsampled)}
+    """{bound name: epsilon} of every bound that holds (``applicable_bounds``) and was evaluated
+    (the PLD is not below ``PLD_MIN_MULTIPLIER``); all are valid, the spend is their min."""
+    bounds = {name: bound_epsilon(name, gaussian_multiplier, subsampled, delta)
+              for name in applicable_bounds(subsampled)}
+    if bounds.get(BOUND_PLD) == math.inf:
+        del bounds[BOUND_PLD]
+    return bounds
 
 
 def tighter_bound(bounds):
@@ -321,7 +341,10 @@ def _smallest_multiplier(spent, epsilon, high, tol):
         if f_high >= epsilon - tol or high / low < 1 + 1e-12:
             break
         x_low, x_high = math.log(low), math.log(high)
-        x = x_high - g_high * (x_high - x_low) / (g_high - g_low)
+        if math.isinf(g_low):  # a bound not evaluated there: bisect
+            x = (x_low + x_high) / 2
+        else:
+            x = x_high - g_high * (x_high - x_low) / (g_high - g_low)
         # keep the step well inside the bracket (a flat or rounded bound can stall the secant)
         x = min(max(x, x_low + 1e-3 * (x_high - x_low)), x_high - 1e-3 * (x_high - x_low))
         mid = math.exp(x)
@@ -345,13 +368,14 @@ def calibrate_subsampled(epsilon, delta, gaussian_multiplier, prob, count, tol=E
     """Smallest multiplier for ``count`` subsampled releases of scheme ``sampling`` so that,
     composed with the plain Gaussian part (multiplier ``gaussian_multiplier``, None for none),
     the min of the valid bounds (``epsilon_bounds``) is <= epsilon at delta, and within ``tol``
-    of it.
+    of it (within 2e-5 * epsilon above epsilon = 25).
 
     Every bound decreases in sigma, so the answer is the smallest of the per-bound calibrations:
     the exact Gaussian one in closed form, each other by bisection, tried only when it beats the
     best multiplier found so far.
     """
     (_, prob, count, sampling), = _entries([(1.0, prob, count, sampling)])
+    tol = max(tol, 2e-5 * epsilon)  # relative at large epsilon: 1e-3 at epsilon = 50
     best = exact_multiplier(epsilon, delta, gaussian_multiplier, count)
     group = (prob, count, sampling)
     for name in applicable_bounds([(1.0, *group)]):

@@ -151,7 +151,8 @@ def test_poisson_calibration_hits_the_target_and_never_exceeds_it(q, steps, plai
 
 
 @pytest.mark.parametrize('epsilon, q, steps', [(0.3, 0.05, 200), (10.0, 0.01, 1000),
-                                               (1.0, 2 / 3, 50), (1.0, 0.02, 300)])
+                                               (50.0, 0.1, 20), (1.0, 2 / 3, 50),
+                                               (1.0, 0.02, 300)])
 @pytest.mark.parametrize('sampling', [SAMPLING_POISSON, SAMPLING_WOR])
 def test_calibration_hits_the_target_across_budgets_and_schemes(epsilon, q, steps, sampling):
     sigma = calibrate_subsampled(epsilon, DELTA, None, q, steps, sampling=sampling)
