@@ -81,7 +81,8 @@ def main():
     lines = [
         '# Noise multipliers of the subsampled groups: new accountant against the old one',
         '',
-        f'(epsilon, delta) = ({EPSILON:g}, {DELTA:g}), {EPOCHS} epochs: T = ceil({EPOCHS}/q) steps, '
+        f'(epsilon, delta) = ({EPSILON:g}, {DELTA:g}), {EPOCHS} epochs: '
+        f'T = ceil({EPOCHS}/q) steps, '
         'no plain releases. Multiplier = noise std / replace-one sensitivity of the released '
         'statistic (2C for DP-SGD; DP-SGD papers\' s/C is twice it, in brackets). Old: the '
         'accountant before issue 40 (min of autodp Theorem 9 RDP, for Poisson groups also the '

@@ -35,13 +35,8 @@ the report names each (docs/privacy.md, "Accounting of subsampled releases"):
 
 import functools
 import math
-from fractions import Fraction
 
 import torch
-from dp_accounting import dp_event
-from dp_accounting.pld import pld_privacy_accountant
-from dp_accounting.privacy_accountant import NeighboringRelation
-from dp_accounting.rdp import rdp_privacy_accountant
 
 from sdv_dpkme.privacy._autodp import (
     analytic_gaussian_multiplier,
@@ -50,6 +45,14 @@ from sdv_dpkme.privacy._autodp import (
     mechanism_zoo,
     transformer_zoo,
 )
+from sdv_dpkme.privacy._dpaccounting import (
+    PLD_DISCRETIZATION,
+    PLD_MIN_MULTIPLIER,
+    RDP_ORDERS,  # noqa: F401  (re-exported)
+    pld_discretization,  # noqa: F401  (re-exported)
+    rdp_wor_epsilon,
+)
+from sdv_dpkme.privacy._dpaccounting import pld_epsilon as _pld_epsilon
 from sdv_dpkme.privacy.report import Release
 
 SAMPLING_WOR = 'uniform without replacement'
@@ -61,19 +64,6 @@ BOUND_RDP_DPA = 'RDP (dp-accounting)'
 BOUND_EXACT = 'exact Gaussian'
 #: order in which ties are broken and calibrations tried: the usually tighter first
 BOUND_ORDER = (BOUND_PLD, BOUND_RDP_DPA, BOUND_RDP, BOUND_EXACT)
-#: dp-accounting's value_discretization_interval: the PLD's privacy losses are rounded to this
-#: grid pessimistically (an upper bound at any value); 1e-3 costs < 0.1% of epsilon against
-#: 1e-4 at DP-SGD schedules and is about 10x faster, which calibration needs
-PLD_DISCRETIZATION = 1e-3
-#: the privacy losses' range grows like 1/sigma^2: below this multiplier (plain or group) the
-#: interval grows as (PLD_COARSEN_BELOW / sigma)^2 so the grid keeps its size (still an upper
-#: bound; epsilon is large there); below PLD_MIN_MULTIPLIER the PLD is not evaluated
-PLD_COARSEN_BELOW = 0.5
-PLD_MIN_MULTIPLIER = 0.02
-#: orders of the dp-accounting RDP bound: sparser than its default, whose integer orders up to
-#: 256 cost O(order^2) each and calibration evaluates the bound often (any order set is valid)
-RDP_ORDERS = tuple([1 + x / 8 for x in range(1, 16)] + list(range(3, 21))
-                   + list(range(22, 33, 2)) + list(range(36, 65, 4)) + [80, 96, 128])
 #: calibration: the achieved epsilon is within this of the target, never above it
 EPSILON_TOLERANCE = 5e-4
 
@@ -83,7 +73,7 @@ _DESCRIPTIONS = {
                 'composed with each Poisson group of T steps (PoissonSampledDpEvent(q, '
                 'GaussianDpEvent(2 sigma)), i.e. the pair (1-q) N(0, s^2) + q N(+-C, s^2) of a '
                 'selected row whose clipped term flips sign), pessimistic discretisation '
-                f'{PLD_DISCRETIZATION:g}'),
+                f'{PLD_DISCRETIZATION:g} (coarser below multiplier 0.5)'),
     BOUND_RDP: ('(RDP (autodp)) RDP composition with amplification by subsampling, Wang, Balle & '
                 'Kasiviswanathan 2019 Thm 9 (autodp AmplificationBySampling(PoissonSampling='
                 'False)) with gamma = B/n or q and the base Gaussian multiplier relative to the '
@@ -146,10 +136,6 @@ def accountant_description(schemes):
     )
 
 
-ACCOUNTANT_SUBSAMPLED = accountant_description([SAMPLING_WOR])
-ACCOUNTANT_POISSON = accountant_description([SAMPLING_POISSON])
-
-
 def _replace_one_gaussian(sigma):
     mech = mechanism_zoo.GaussianMechanism(sigma=sigma)
     mech.neighboring = 'replace_one'  # sigma is relative to the replace-one sensitivity
@@ -197,43 +183,6 @@ def rdp_epsilon(gaussian_multiplier, subsampled, delta):
     return _rdp_epsilon(_plain_sigma(gaussian_multiplier), _entries(subsampled), float(delta))
 
 
-def _composed_event(plain, groups, factor, group_event):
-    events = [] if plain is None else [dp_event.GaussianDpEvent(factor * plain)]
-    for sigma, prob, count, _ in groups:
-        events.append(dp_event.SelfComposedDpEvent(group_event(factor * sigma, prob), count))
-    return dp_event.ComposedDpEvent(events)
-
-
-def _poisson_event(z, prob):
-    return dp_event.PoissonSampledDpEvent(prob, dp_event.GaussianDpEvent(z))
-
-
-def _wor_event(z, prob):
-    fraction = Fraction(prob).limit_denominator(10**9)  # B/n back as integers
-    return dp_event.SampledWithoutReplacementDpEvent(
-        fraction.denominator, fraction.numerator, dp_event.GaussianDpEvent(z))
-
-
-def pld_discretization(smallest_multiplier):
-    """The PLD's value_discretization_interval for a composition whose smallest multiplier is
-    ``smallest_multiplier``."""
-    return PLD_DISCRETIZATION * max(1.0, (PLD_COARSEN_BELOW / smallest_multiplier) ** 2)
-
-
-@functools.lru_cache(maxsize=4096)
-def _pld_epsilon(plain, groups, delta):
-    if not groups and plain is None:
-        return 0.0
-    smallest = min([entry[0] for entry in groups] + ([plain] if plain else []))
-    accountant = pld_privacy_accountant.PLDAccountant(
-        NeighboringRelation.REPLACE_ONE,
-        value_discretization_interval=pld_discretization(smallest))
-    # dp-accounting's REPLACE_ONE Gaussians read their multiplier as s / C with values of norm
-    # <= C, i.e. means 2 apart in units of z: z = 2 * (s / replace-one sensitivity)
-    accountant.compose(_composed_event(plain, groups, 2.0, _poisson_event))
-    return float(accountant.get_epsilon(delta))
-
-
 def pld_epsilon(gaussian_multiplier, subsampled, delta):
     """PLD bound (Poisson groups only): dp-accounting's PLD accountant, REPLACE_ONE; inf (not
     evaluated) when a multiplier is below ``PLD_MIN_MULTIPLIER``."""
@@ -246,22 +195,12 @@ def pld_epsilon(gaussian_multiplier, subsampled, delta):
     return _pld_epsilon(plain, groups, float(delta))
 
 
-@functools.lru_cache(maxsize=4096)
-def _dpa_rdp_epsilon(plain, groups, delta):
-    accountant = rdp_privacy_accountant.RdpAccountant(
-        orders=list(RDP_ORDERS), neighboring_relation=NeighboringRelation.REPLACE_ONE)
-    # dp-accounting's RDP accountant reads GaussianDpEvent's multiplier as s / sensitivity
-    # (alpha / 2 z^2 at q = 1): our multiplier as it is
-    accountant.compose(_composed_event(plain, groups, 1.0, _wor_event))
-    return float(accountant.get_epsilon(delta))
-
-
 def dpa_rdp_epsilon(gaussian_multiplier, subsampled, delta):
     """RDP (dp-accounting) bound (groups without replacement only)."""
     groups = _entries(subsampled)
     if any(entry[3] != SAMPLING_WOR for entry in groups):
         raise ValueError('the dp-accounting RDP bound models sampling without replacement only')
-    return _dpa_rdp_epsilon(_plain_sigma(gaussian_multiplier), groups, float(delta))
+    return rdp_wor_epsilon(_plain_sigma(gaussian_multiplier), groups, float(delta))
 
 
 def _precision(gaussian_multiplier, subsampled):

@@ -29,12 +29,7 @@ from sdv_dpkme.privacy import (
     SubsampledGaussianMechanism,
 )
 from sdv_dpkme.privacy.subsampled import epsilon_bounds, subsampled_rdp
-from tests.privacy.oracles import (
-    MAX_ORDER,
-    replace_one_rdp,
-    sampled_gaussian_rdp,
-    worst_pair_epsilon,
-)
+from tests.privacy.oracles import MAX_ORDER, replace_one_rdp, sampled_gaussian_rdp
 from tests.privacy.oracles import poisson_group_rdp as _oracle_group_rdp
 
 
