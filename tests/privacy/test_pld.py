@@ -47,8 +47,7 @@ def _spent(sigma, q, steps):
 
 # sigma: replace-one multiplier s / 2C; the worst pair's noise std in units of C is 2 sigma
 @pytest.mark.parametrize('q, sigma, steps', [
-    (0.01, 1.18, 1), (0.01, 1.18, 100), (1 / 30, 2.15, 300), (0.1, 3.73, 100), (0.1, 1.0, 20),
-    (0.5, 2.0, 5), (0.05, 0.6, 30),
+    (0.01, 1.18, 1), (0.01, 1.18, 100), (1 / 30, 2.15, 300), (0.1, 3.73, 100), (0.5, 2.0, 5),
 ])
 def test_pld_is_never_below_the_exact_curve_of_the_worst_pair_and_close_to_it(q, sigma, steps):
     spent, report = _spent(sigma, q, steps)
