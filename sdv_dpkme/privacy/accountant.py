@@ -4,7 +4,8 @@ The composition of non-subsampled Gaussian releases is exactly one Gaussian mech
 multiplier sigma_eff = (sum_i count_i / sigma_i^2)^(-1/2) (Gaussian DP composition), whose
 (epsilon, delta) curve is the analytic Gaussian one (Balle & Wang 2018), evaluated by autodp.
 With subsampled releases (minibatches without replacement, or Poisson-subsampled DP-SGD steps)
-the spend is the min of two bounds, see ``subsampled``.
+the spend is the min of several valid bounds (for Poisson groups, dp-accounting's PLD accountant
+under replace-one), see ``subsampled``; the report names each and the one used.
 
 A mechanism that is a Gaussian release *except on a bad event of probability <= p* (the thresholded
 histogram of domain discovery: a value held by one row passing the threshold) reserves p of delta
@@ -17,8 +18,6 @@ import math
 from sdv_dpkme.privacy._autodp import analytic_gaussian_multiplier, gaussian_epsilon
 from sdv_dpkme.privacy.report import DeltaReservation, PrivacyReport, Release
 from sdv_dpkme.privacy.subsampled import (
-    BOUND_EXACT,
-    BOUND_RDP,
     SAMPLING_WOR,
     accountant_description,
     calibrate_subsampled,
@@ -153,8 +152,8 @@ class PrivacyAccountant:
         return math.inf if precision == 0 else 1 / math.sqrt(precision)
 
     def epsilon_spent(self, releases=None):
-        """epsilon at the Gaussian delta; with subsampled releases the min of the RDP and the
-        exact-Gaussian bounds (both valid, see ``subsampled``)."""
+        """epsilon at the Gaussian delta; with subsampled releases the min of the valid bounds
+        (``subsampled.epsilon_bounds``)."""
         return self._spend(releases)[0]
 
     def _spend(self, releases=None):
@@ -180,8 +179,9 @@ class PrivacyAccountant:
         """Multiplier for ``count`` subsampled releases that spends the rest of the budget.
 
         ``sampling``: ``SAMPLING_WOR`` or ``SAMPLING_POISSON`` (multipliers relative to the
-        replace-one sensitivity of the released statistic; Poisson groups also get the triangle
-        bound, see ``subsampled``).
+        replace-one sensitivity of the released statistic). The smallest multiplier for which the
+        min of the valid bounds (PLD for Poisson groups, see ``subsampled``) is at most the
+        budget, and within ``subsampled.EPSILON_TOLERANCE`` of it.
         """
         check_scheme(sampling)
         if not self.private:
@@ -220,15 +220,16 @@ class PrivacyAccountant:
         if not self.private:
             notes.append('epsilon=inf: NON-PRIVATE reference run, no noise was added.')
         spent, bounds = self._spend()
-        accountant = ACCOUNTANT
+        accountant, used = ACCOUNTANT, None
         schemes = [r.sampling for r in self.releases if r.sampling != 'none']
         if schemes:
             accountant = accountant_description(schemes)
             if bounds is not None:
                 used = tighter_bound(bounds)
                 accountant += (
-                    f' -- the tighter one here: {used} ({BOUND_RDP} epsilon='
-                    f'{bounds[BOUND_RDP]:.6g}, {BOUND_EXACT} epsilon={bounds[BOUND_EXACT]:.6g})'
+                    f' -- the tighter one here: {used} ('
+                    + ', '.join(f'{name} epsilon={value:.6g}' for name, value in bounds.items())
+                    + ')'
                 )
         return PrivacyReport(
             epsilon=self.epsilon,
@@ -242,6 +243,8 @@ class PrivacyAccountant:
             notes=notes,
             gaussian_delta=self.gaussian_delta,
             reserved_delta=list(self.reserved),
+            epsilon_bounds=None if bounds is None else dict(bounds),
+            bound_used=used,
         )
 
 

@@ -56,6 +56,10 @@ class PrivacyReport:
     reserved_delta: list = field(default_factory=list)
     # what the releases spend if the noise is secret; epsilon_spent is inf when it is not
     epsilon_calibrated: float = None
+    # with subsampled releases: {bound name: epsilon} of every valid bound, and the one used (the
+    # smallest); None otherwise (plain releases compose exactly)
+    epsilon_bounds: dict = None
+    bound_used: str = None
 
     def __post_init__(self):
         self._settle()

@@ -3,93 +3,94 @@
 Two sampling schemes, both under replace-one adjacency (n public):
 
 * ``SAMPLING_WOR``: each batch is a uniformly random subset of exactly B of the n rows, without
-  replacement, independently across steps: the setting of Wang, Balle & Kasiviswanathan (2019),
-  whose general RDP amplification bound (their Theorem 9) autodp implements
-  (``AmplificationBySampling(PoissonSampling=False)``; no extra conditions), with gamma = B/n.
+  replacement, independently across steps (gamma = B/n).
 * ``SAMPLING_POISSON``: every row is selected independently with probability q (DP-SGD), the
-  selected rows' terms are clipped to norm C and summed. The same Theorem 9 bound holds with
-  gamma = q: replacing row i, and conditioning on the other selected rows, both outputs are
-  mixtures (1-q) p0 + q p1 and (1-q) p0 + q p1' whose three components are pairwise Gaussians with
-  means at most 2C apart, and the proof of Theorem 9 only uses such pairwise RDP bounds (plus
-  joint convexity over the conditioning); see docs/privacy.md. The sensitivity is 2C. For the
-  whole group of T steps, the RDP at each order is the min of T times that bound and the
-  triangle bound of ``poisson_rdp`` (through an auxiliary run without row i's term), which is
-  much tighter at large q.
+  selected rows' terms are clipped to norm C and summed; the replace-one sensitivity is 2C.
 
-In both, the base mechanism is a Gaussian whose noise multiplier is relative to the replace-one
-sensitivity of the released statistic.
+In both, a release's noise multiplier is relative to the replace-one sensitivity of the released
+statistic. Several valid upper bounds on epsilon are computed for the whole fit (the plain,
+non-subsampled releases composed exactly into one Gaussian with
+sigma_eff = (sum count/sigma^2)^-1/2, plus the subsampled group); the spend is their minimum and
+the report names each (docs/privacy.md, "Accounting of subsampled releases"):
 
-Two valid upper bounds on epsilon are computed and the smaller is used:
-
-* RDP: the non-subsampled releases (as one Gaussian) and the subsampled ones composed in RDP with
-  amplification, converted once to (epsilon, delta);
-* exact Gaussian, ignoring amplification: for a fixed batch the release is a Gaussian with this
-  multiplier (means differ by at most the sensitivity when the differing row is in the batch, not at
-  all otherwise); the same batch distribution on both tables makes the release a mixture of such
-  pairs, and mixtures keep every hockey-stick divergence (joint convexity), so each subsampled
-  release is (1/sigma)-GDP and all releases compose exactly to one Gaussian with
-  sigma_eff = (sum count/sigma^2)^-1/2 (Dong, Roth & Su 2019); analytic Gaussian epsilon via autodp.
-
-The RDP conversion is lossy, so with large sampling probabilities or a large plain part the second
-bound is the tighter one.
+* ``PLD`` (Poisson groups): dp-accounting's privacy-loss-distribution accountant under
+  ``REPLACE_ONE``. Its Poisson-sampled Gaussian pair is (1-q) N(0, z^2) + q N(-1, z^2) against
+  (1-q) N(0, z^2) + q N(+1, z^2) with z its noise multiplier = s / C: exactly our worst pair, a
+  selected row whose clipped term flips from +C to -C (docs/privacy.md). Its plain Gaussian under
+  ``REPLACE_ONE`` also reads z as s / C, i.e. means 2 apart, so both get z = 2 * our multiplier.
+  Pessimistic discretisation (``PLD_DISCRETIZATION``): an upper bound.
+* ``RDP (autodp)``: RDP composition with the general subsampled-RDP bound of Wang, Balle &
+  Kasiviswanathan (2019, Thm 9; autodp ``AmplificationBySampling(PoissonSampling=False)``),
+  gamma = B/n or q; for Poisson it holds because its proof only uses pairwise bounds between the
+  three mixture components, which are Gaussians with means at most 2C apart.
+* ``RDP (dp-accounting)`` (without-replacement groups): dp-accounting's RDP accountant with its
+  ``SampledWithoutReplacementDpEvent``, the Gaussian-specific bound of the same paper (Thm 27,
+  often tighter than Thm 9). dp-accounting's PLD accountant does not model sampling without
+  replacement, so that scheme has no PLD bound.
+* ``exact Gaussian``: amplification ignored; for a fixed batch each release is a Gaussian whose
+  mean moves by at most the sensitivity, mixtures keep every hockey-stick divergence (joint
+  convexity), so all releases compose exactly into one Gaussian (Dong, Roth & Su 2019); analytic
+  Gaussian epsilon via autodp.
 """
 
+import functools
 import math
+from fractions import Fraction
 
 import torch
+from dp_accounting import dp_event
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation
+from dp_accounting.rdp import rdp_privacy_accountant
 
 from sdv_dpkme.privacy._autodp import (
-    Mechanism,
     analytic_gaussian_multiplier,
     approx_dp,
     gaussian_epsilon,
     mechanism_zoo,
     transformer_zoo,
 )
-from sdv_dpkme.privacy.poisson_rdp import replace_one_rdp
 from sdv_dpkme.privacy.report import Release
 
 SAMPLING_WOR = 'uniform without replacement'
 SAMPLING_POISSON = 'Poisson (replace-one, per-row Bernoulli(q))'
 SUBSAMPLED_SCHEMES = (SAMPLING_WOR, SAMPLING_POISSON)
-BOUND_RDP = 'RDP'
+BOUND_PLD = 'PLD'
+BOUND_RDP = 'RDP (autodp)'
+BOUND_RDP_DPA = 'RDP (dp-accounting)'
 BOUND_EXACT = 'exact Gaussian'
-_AMPLIFICATION = {
-    SAMPLING_WOR: 'amplification by sampling without replacement (autodp, Wang, Balle & '
-                  'Kasiviswanathan 2019)',
-    SAMPLING_POISSON: 'amplification by Poisson sampling (each row selected independently with '
-                      'probability q) under replace-one adjacency, at each order the min of two '
-                      'RDP bounds on the group of T steps: T x the general subsampled-RDP bound '
-                      'of Wang, Balle & Kasiviswanathan 2019, Thm 9 (autodp '
-                      'AmplificationBySampling(PoissonSampling=False)) with gamma = q and the '
-                      'base Gaussian multiplier relative to the replace-one sensitivity 2C of the '
-                      'clipped sum (valid because that proof only uses pairwise bounds between '
-                      'the mixture components), and the weak triangle inequality (Mironov 2017, '
-                      'Prop. 11) through the run without the replaced row\'s term: '
-                      '(a-1/2)/(a-1) T eps(2a) + T eps(2a-1), eps the sampled Gaussian RDP '
-                      '(Mironov, Talwar & Zhang 2019) with multiplier s/C (docs/privacy.md)',
+#: order in which ties are broken and calibrations tried: the usually tighter first
+BOUND_ORDER = (BOUND_PLD, BOUND_RDP_DPA, BOUND_RDP, BOUND_EXACT)
+#: dp-accounting's value_discretization_interval: the PLD's privacy losses are rounded to this
+#: grid pessimistically (an upper bound at any value); 1e-3 costs < 0.1% of epsilon against
+#: 1e-4 at DP-SGD schedules and is about 10x faster, which calibration needs
+PLD_DISCRETIZATION = 1e-3
+#: orders of the dp-accounting RDP bound: sparser than its default, whose integer orders up to
+#: 256 cost O(order^2) each and calibration evaluates the bound often (any order set is valid)
+RDP_ORDERS = tuple([1 + x / 8 for x in range(1, 16)] + list(range(3, 21))
+                   + list(range(22, 33, 2)) + list(range(36, 65, 4)) + [80, 96, 128])
+#: calibration: the achieved epsilon is within this of the target, never above it
+EPSILON_TOLERANCE = 5e-4
+
+_DESCRIPTIONS = {
+    BOUND_PLD: ('(PLD) dp-accounting PLD accountant, neighbouring relation REPLACE_ONE, the plain '
+                'releases as one Gaussian (GaussianDpEvent, noise multiplier 2 sigma_eff) '
+                'composed with each Poisson group of T steps (PoissonSampledDpEvent(q, '
+                'GaussianDpEvent(2 sigma)), i.e. the pair (1-q) N(0, s^2) + q N(+-C, s^2) of a '
+                'selected row whose clipped term flips sign), pessimistic discretisation '
+                f'{PLD_DISCRETIZATION:g}'),
+    BOUND_RDP: ('(RDP (autodp)) RDP composition with amplification by subsampling, Wang, Balle & '
+                'Kasiviswanathan 2019 Thm 9 (autodp AmplificationBySampling(PoissonSampling='
+                'False)) with gamma = B/n or q and the base Gaussian multiplier relative to the '
+                'replace-one sensitivity (2C for DP-SGD), the plain releases as one Gaussian, '
+                'converted to (epsilon, delta) by autodp'),
+    BOUND_RDP_DPA: ('(RDP (dp-accounting)) dp-accounting RDP accountant, REPLACE_ONE, '
+                    'SampledWithoutReplacementDpEvent (Wang, Balle & Kasiviswanathan 2019 '
+                    'Thm 27, Gaussian), the plain releases as one Gaussian'),
+    BOUND_EXACT: ('(exact Gaussian) exact Gaussian composition of all releases ignoring '
+                  'amplification, sigma_eff = (sum count/sigma^2)^-1/2, analytic Gaussian '
+                  'epsilon via autodp'),
 }
-
-
-def accountant_description(schemes):
-    """The report's ``accountant`` text for subsampled releases of the given sampling schemes."""
-    schemes = [s for s in SUBSAMPLED_SCHEMES if s in set(schemes)]
-    if not schemes:
-        raise ValueError('no subsampled sampling scheme given')
-    which = '' if schemes == [SAMPLING_WOR] else ' [sampling: ' + '; '.join(schemes) + ']'
-    return (
-        'min of two upper bounds on the composition of the non-subsampled Gaussian releases and '
-        f'the subsampled Gaussian releases{which}: (RDP) RDP composition with '
-        + ' and '.join(_AMPLIFICATION[s] for s in schemes)
-        + ', the non-subsampled releases as one Gaussian with sigma_eff = '
-        '(sum count/sigma^2)^-1/2, converted to (epsilon, delta); (exact Gaussian) exact Gaussian '
-        'composition of all releases ignoring amplification, sigma_eff = '
-        '(sum count/sigma^2)^-1/2, analytic Gaussian epsilon via autodp'
-    )
-
-
-ACCOUNTANT_SUBSAMPLED = accountant_description([SAMPLING_WOR])
-ACCOUNTANT_POISSON = accountant_description([SAMPLING_POISSON])
 
 
 def check_scheme(sampling):
@@ -97,6 +98,51 @@ def check_scheme(sampling):
         raise NotImplementedError(
             f'no accountant for sampling scheme {sampling!r}; supported: {SUBSAMPLED_SCHEMES}'
         )
+
+
+def _entries(subsampled):
+    """Normalised [(sigma, prob, count, scheme)], scheme ``SAMPLING_WOR`` when left out."""
+    out = []
+    for entry in subsampled:
+        sigma, prob, count = float(entry[0]), float(entry[1]), int(entry[2])
+        scheme = entry[3] if len(entry) > 3 else SAMPLING_WOR
+        check_scheme(scheme)
+        if not 0 < prob <= 1:
+            raise ValueError(f'sampling probability must be in (0, 1], got {prob!r}')
+        out.append((sigma, prob, count, scheme))
+    return tuple(out)
+
+
+def applicable_bounds(subsampled):
+    """Names of the bounds that hold for these groups (all of them Poisson: PLD too; all of them
+    without replacement: dp-accounting's RDP too)."""
+    schemes = {entry[3] for entry in _entries(subsampled)}
+    names = [BOUND_RDP, BOUND_EXACT]
+    if schemes == {SAMPLING_POISSON}:
+        names.insert(0, BOUND_PLD)
+    if schemes == {SAMPLING_WOR}:
+        names.insert(0, BOUND_RDP_DPA)
+    return [name for name in BOUND_ORDER if name in names]
+
+
+def accountant_description(schemes):
+    """The report's ``accountant`` text for subsampled releases of the given sampling schemes."""
+    schemes = [s for s in SUBSAMPLED_SCHEMES if s in set(schemes)]
+    if not schemes:
+        raise ValueError('no subsampled sampling scheme given')
+    names = applicable_bounds([(1.0, 0.5, 1, s) for s in schemes])
+    return (
+        'min of valid upper bounds on the composition of the non-subsampled Gaussian releases '
+        '(sigma_eff = (sum count/sigma^2)^-1/2) and the subsampled Gaussian releases [sampling: '
+        + '; '.join(schemes) + '], replace-one: '
+        + '; '.join(_DESCRIPTIONS[name] for name in names)
+        + ('; no PLD bound: dp-accounting\'s PLD accountant does not model sampling without '
+           'replacement' if SAMPLING_WOR in schemes else '')
+    )
+
+
+ACCOUNTANT_SUBSAMPLED = accountant_description([SAMPLING_WOR])
+ACCOUNTANT_POISSON = accountant_description([SAMPLING_POISSON])
 
 
 def _replace_one_gaussian(sigma):
@@ -115,60 +161,90 @@ def _amplified(sigma, prob):
 
 def subsampled_rdp(sigma, prob):
     """RDP curve alpha -> epsilon(alpha) of one subsampled release under Theorem 9 (per step)."""
-    _check([(sigma, prob, 1)])
+    (sigma, prob, _, _), = _entries([(sigma, prob, 1)])
     return _amplified(sigma, prob).RenyiDP
 
 
-def poisson_group_rdp(sigma, prob, count):
-    """RDP curve of a group of ``count`` Poisson-subsampled releases at replace-one multiplier
-    ``sigma`` (= s / 2C): at each order the min of Theorem 9 composed ``count`` times and the
-    triangle bound of ``poisson_rdp`` (whose multiplier is relative to C: 2 sigma)."""
-    _check([(sigma, prob, count)])
-    per_step = subsampled_rdp(sigma, prob)
-
-    def rdp(alpha):
-        alpha = float(alpha)
-        return min(count * float(per_step(alpha)),
-                   replace_one_rdp(prob, 2 * sigma, int(count), alpha))
-
-    return rdp
+def _plain_sigma(gaussian_multiplier):
+    if gaussian_multiplier is None or not math.isfinite(gaussian_multiplier):
+        return None
+    return float(gaussian_multiplier)
 
 
-def _check(subsampled):
-    for entry in subsampled:
-        prob = entry[1]
-        if not 0 < prob <= 1:
-            raise ValueError(f'sampling probability must be in (0, 1], got {prob!r}')
-        if len(entry) > 3:
-            check_scheme(entry[3])
-
-
-def _group(sigma, prob, count, sampling=SAMPLING_WOR):
-    """(autodp mechanism, how many times it composes) of one group of subsampled releases."""
-    if sampling == SAMPLING_POISSON and prob < 1:
-        mech = Mechanism()
-        mech.name, mech.params = 'PoissonReplaceOneGroup', {'sigma': sigma, 'prob': prob}
-        mech.propagate_updates(poisson_group_rdp(sigma, prob, count), 'RDP')
-        return mech, 1
-    return _amplified(sigma, prob), int(count)
-
-
-def rdp_epsilon(gaussian_multiplier, subsampled, delta):
-    """RDP bound: epsilon at ``delta`` of one plain Gaussian (multiplier, None for none) composed
-    with ``subsampled`` = [(multiplier, sampling probability B/n or q, count[, sampling scheme]),
-    ...] via autodp (scheme ``SAMPLING_WOR`` when left out)."""
-    _check(subsampled)
+@functools.lru_cache(maxsize=4096)
+def _rdp_epsilon(plain, groups, delta):
     mechs, counts = [], []
-    if gaussian_multiplier is not None and math.isfinite(gaussian_multiplier):
-        mechs.append(_replace_one_gaussian(gaussian_multiplier))
+    if plain is not None:
+        mechs.append(_replace_one_gaussian(plain))
         counts.append(1)
-    for entry in subsampled:
-        mech, count = _group(*entry)
-        mechs.append(mech)
+    for sigma, prob, count, _ in groups:
+        mechs.append(_amplified(sigma, prob))
         counts.append(count)
     if not mechs:
         return 0.0
     return approx_dp(transformer_zoo.Composition()(mechs, counts), delta)
+
+
+def rdp_epsilon(gaussian_multiplier, subsampled, delta):
+    """RDP (autodp) bound: epsilon at ``delta`` of one plain Gaussian (multiplier, None for none)
+    composed with ``subsampled`` = [(multiplier, sampling probability B/n or q, count[, sampling
+    scheme]), ...] (scheme ``SAMPLING_WOR`` when left out)."""
+    return _rdp_epsilon(_plain_sigma(gaussian_multiplier), _entries(subsampled), float(delta))
+
+
+def _composed_event(plain, groups, factor, group_event):
+    events = [] if plain is None else [dp_event.GaussianDpEvent(factor * plain)]
+    for sigma, prob, count, _ in groups:
+        events.append(dp_event.SelfComposedDpEvent(group_event(factor * sigma, prob), count))
+    return dp_event.ComposedDpEvent(events)
+
+
+def _poisson_event(z, prob):
+    return dp_event.PoissonSampledDpEvent(prob, dp_event.GaussianDpEvent(z))
+
+
+def _wor_event(z, prob):
+    fraction = Fraction(prob).limit_denominator(10**9)  # B/n back as integers
+    return dp_event.SampledWithoutReplacementDpEvent(
+        fraction.denominator, fraction.numerator, dp_event.GaussianDpEvent(z))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pld_epsilon(plain, groups, delta):
+    if not groups and plain is None:
+        return 0.0
+    accountant = pld_privacy_accountant.PLDAccountant(
+        NeighboringRelation.REPLACE_ONE, value_discretization_interval=PLD_DISCRETIZATION)
+    # dp-accounting's REPLACE_ONE Gaussians read their multiplier as s / C with values of norm
+    # <= C, i.e. means 2 apart in units of z: z = 2 * (s / replace-one sensitivity)
+    accountant.compose(_composed_event(plain, groups, 2.0, _poisson_event))
+    return float(accountant.get_epsilon(delta))
+
+
+def pld_epsilon(gaussian_multiplier, subsampled, delta):
+    """PLD bound (Poisson groups only): dp-accounting's PLD accountant, REPLACE_ONE."""
+    groups = _entries(subsampled)
+    if any(entry[3] != SAMPLING_POISSON for entry in groups):
+        raise ValueError('the PLD bound models Poisson subsampling only')
+    return _pld_epsilon(_plain_sigma(gaussian_multiplier), groups, float(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _dpa_rdp_epsilon(plain, groups, delta):
+    accountant = rdp_privacy_accountant.RdpAccountant(
+        orders=list(RDP_ORDERS), neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    # dp-accounting's RDP accountant reads GaussianDpEvent's multiplier as s / sensitivity
+    # (alpha / 2 z^2 at q = 1): our multiplier as it is
+    accountant.compose(_composed_event(plain, groups, 1.0, _wor_event))
+    return float(accountant.get_epsilon(delta))
+
+
+def dpa_rdp_epsilon(gaussian_multiplier, subsampled, delta):
+    """RDP (dp-accounting) bound (groups without replacement only)."""
+    groups = _entries(subsampled)
+    if any(entry[3] != SAMPLING_WOR for entry in groups):
+        raise ValueError('the dp-accounting RDP bound models sampling without replacement only')
+    return _dpa_rdp_epsilon(_plain_sigma(gaussian_multiplier), groups, float(delta))
 
 
 def _precision(gaussian_multiplier, subsampled):
@@ -178,22 +254,34 @@ def _precision(gaussian_multiplier, subsampled):
 
 def exact_gaussian_epsilon(gaussian_multiplier, subsampled, delta):
     """Exact-Gaussian bound (amplification ignored): all releases as Gaussians, composed exactly."""
-    _check(subsampled)
+    _entries(subsampled)
     precision = _precision(gaussian_multiplier, subsampled)
     return 0.0 if precision == 0 else gaussian_epsilon(precision**-0.5, delta)
 
 
+_BOUNDS = {
+    BOUND_PLD: pld_epsilon,
+    BOUND_RDP: rdp_epsilon,
+    BOUND_RDP_DPA: dpa_rdp_epsilon,
+    BOUND_EXACT: exact_gaussian_epsilon,
+}
+
+
+def bound_epsilon(name, gaussian_multiplier, subsampled, delta):
+    """epsilon of the bound ``name`` (one of ``applicable_bounds``)."""
+    return _BOUNDS[name](gaussian_multiplier, subsampled, delta)
+
+
 def epsilon_bounds(gaussian_multiplier, subsampled, delta):
-    """{'RDP': ..., 'exact Gaussian': ...}; both are valid, the spend is their min."""
-    return {
-        BOUND_RDP: rdp_epsilon(gaussian_multiplier, subsampled, delta),
-        BOUND_EXACT: exact_gaussian_epsilon(gaussian_multiplier, subsampled, delta),
-    }
+    """{bound name: epsilon} of every bound that holds (``applicable_bounds``); all are valid,
+    the spend is their min."""
+    return {name: bound_epsilon(name, gaussian_multiplier, subsampled, delta)
+            for name in applicable_bounds(subsampled)}
 
 
 def tighter_bound(bounds):
-    """Name of the smaller bound (RDP on a tie)."""
-    return min(bounds, key=lambda name: (bounds[name], name != BOUND_RDP))
+    """Name of the smallest bound (ties: the first in ``BOUND_ORDER``)."""
+    return min(bounds, key=lambda name: (bounds[name], BOUND_ORDER.index(name)))
 
 
 def exact_multiplier(epsilon, delta, gaussian_multiplier, count):
@@ -210,42 +298,84 @@ def exact_multiplier(epsilon, delta, gaussian_multiplier, count):
     return math.inf
 
 
-def calibrate_subsampled(epsilon, delta, gaussian_multiplier, prob, count, tol=1e-3,
+def _smallest_multiplier(spent, epsilon, high, tol):
+    """Smallest sigma <= high with spent(sigma) <= epsilon, given spent(high) <= epsilon and
+    spent decreasing: bracket downwards, then regula falsi (Illinois) on log spent against
+    log sigma, nearly linear, until spent(high) is within ``tol`` of epsilon. Returns ``high``,
+    so never a sigma that overspends."""
+    f_high = spent(high)
+    while True:
+        # bracket: epsilon falls like sigma^-1 to sigma^-2 here, so sigma * f/epsilon is at or
+        # below the answer; step down until the bound overspends
+        low = max(high * min(f_high / epsilon, 0.9), high / 1e3)
+        if low < 1e-4:  # no noise needed down to here: take the smallest tried
+            return high
+        f_low = spent(low)
+        if f_low > epsilon:
+            break
+        high, f_high = low, f_low
+    target = math.log(epsilon)
+    g_low, g_high = math.log(f_low) - target, math.log(max(f_high, 1e-300)) - target
+    side = 0
+    for _ in range(100):
+        if f_high >= epsilon - tol or high / low < 1 + 1e-12:
+            break
+        x_low, x_high = math.log(low), math.log(high)
+        x = x_high - g_high * (x_high - x_low) / (g_high - g_low)
+        # keep the step well inside the bracket (a flat or rounded bound can stall the secant)
+        x = min(max(x, x_low + 1e-3 * (x_high - x_low)), x_high - 1e-3 * (x_high - x_low))
+        mid = math.exp(x)
+        f_mid = spent(mid)
+        g_mid = math.log(max(f_mid, 1e-300)) - target
+        if f_mid > epsilon:
+            low, g_low = mid, g_mid
+            if side == -1:
+                g_high /= 2
+            side = -1
+        else:
+            high, f_high, g_high = mid, f_mid, g_mid
+            if side == 1:
+                g_low /= 2
+            side = 1
+    return high
+
+
+def calibrate_subsampled(epsilon, delta, gaussian_multiplier, prob, count, tol=EPSILON_TOLERANCE,
                          sampling=SAMPLING_WOR):
     """Smallest multiplier for ``count`` subsampled releases of scheme ``sampling`` so that,
-    composed with the plain Gaussian part, the min of both bounds (``epsilon_bounds``) is <=
-    epsilon at delta.
+    composed with the plain Gaussian part (multiplier ``gaussian_multiplier``, None for none),
+    the min of the valid bounds (``epsilon_bounds``) is <= epsilon at delta, and within ``tol``
+    of it.
 
-    Both bounds decrease in sigma, so the answer is the smaller of the two calibrations: the exact
-    Gaussian one in closed form, the RDP one by bisection (within relative ``tol``) and only when
-    RDP beats the exact one at its multiplier.
+    Every bound decreases in sigma, so the answer is the smallest of the per-bound calibrations:
+    the exact Gaussian one in closed form, each other by bisection, tried only when it beats the
+    best multiplier found so far.
     """
-    _check([(None, prob, count, sampling)])
-    exact = exact_multiplier(epsilon, delta, gaussian_multiplier, count)
+    (_, prob, count, sampling), = _entries([(1.0, prob, count, sampling)])
+    best = exact_multiplier(epsilon, delta, gaussian_multiplier, count)
+    group = (prob, count, sampling)
+    for name in applicable_bounds([(1.0, *group)]):
+        if name == BOUND_EXACT:
+            continue
 
-    def rdp_spent(sigma):
-        return rdp_epsilon(gaussian_multiplier, [(sigma, prob, count, sampling)], delta)
+        def spent(sigma, name=name):
+            return bound_epsilon(name, gaussian_multiplier, [(sigma, *group)], delta)
 
-    if math.isfinite(exact):
-        if rdp_spent(exact) > epsilon:
-            return exact  # RDP needs more noise than the exact bound
-        high = exact
-    else:
-        high = 1.0
-        while rdp_spent(high) > epsilon:
-            high *= 2
-            if high > 1e6:
-                raise ValueError('the remaining budget is too small for any minibatch release')
-    low = high / 2
-    while rdp_spent(low) <= epsilon and low > 1e-3:  # bracket: rdp_spent(high) <= epsilon < at low
-        high, low = low, low / 2
-    while high / low > 1 + tol:  # bisection in log space; rdp_spent() decreases in sigma
-        mid = math.sqrt(low * high)
-        if rdp_spent(mid) > epsilon:
-            low = mid
-        else:
-            high = mid
-    return high
+        if math.isfinite(best):
+            if spent(best) > epsilon:
+                continue  # this bound needs more noise than the best so far
+            best = _smallest_multiplier(spent, epsilon, best, tol)
+        else:  # the plain part alone spends the budget in the exact bound
+            high = 1.0
+            while spent(high) > epsilon:
+                high *= 2
+                if high > 1e6:
+                    break
+            else:
+                best = _smallest_multiplier(spent, epsilon, high, tol)
+    if not math.isfinite(best):
+        raise ValueError('the remaining budget is too small for any subsampled release')
+    return best
 
 
 class _SubsampledGaussian:
@@ -339,9 +469,9 @@ class PoissonSubsampledGaussianMechanism(_SubsampledGaussian):
             )
         details = {
             'clip_norm': self.clip_norm,
-            'bound': ('min(RDP: at each order the min of Wang-Balle-Kasiviswanathan 2019 Thm 9 '
-                      'with gamma=q and the weak-triangle bound through the run without the '
-                      'replaced row, exact Gaussian)'),
+            'bound': ('min(PLD: dp-accounting REPLACE_ONE, pair (1-q) N(0, s^2) + q N(+-C, s^2); '
+                      'RDP (autodp): Wang-Balle-Kasiviswanathan 2019 Thm 9 with gamma=q; '
+                      'exact Gaussian)'),
             **dict(details or {}),
         }
         super().__init__(

@@ -1,10 +1,12 @@
 """Poisson-subsampled Gaussian releases (DP-SGD for DP-KIP) under replace-one adjacency.
 
-The epsilon of a recorded schedule is recomputed here from the formulas, with numpy/scipy only:
-the general subsampled-RDP bound of Wang, Balle & Kasiviswanathan (2019, Thm 9) for a Gaussian
-base mechanism, the weak-triangle bound of the whole group (``poisson_rdp``), and the RDP ->
-(epsilon, delta) conversions. Both bounds are also checked against the exact RDP of a real
-neighbouring pair (numerical integration), which they must never undercut.
+The accountant spends the PLD bound (dp-accounting; checked in ``test_pld``). Here the recorded
+schedules are also compared with the RDP bounds recomputed from the formulas, with numpy/scipy
+only: the general subsampled-RDP bound of Wang, Balle & Kasiviswanathan (2019, Thm 9) for a
+Gaussian base mechanism, the weak-triangle bound of the whole group (the old accountant, now the
+test oracle ``oracles``), and the RDP -> (epsilon, delta) conversions. Those bounds are also
+checked against the exact RDP of a real neighbouring pair (numerical integration), which they must
+never undercut.
 """
 
 import math
@@ -26,11 +28,22 @@ from sdv_dpkme.privacy import (
     Release,
     SubsampledGaussianMechanism,
 )
-from sdv_dpkme.privacy.poisson_rdp import MAX_ORDER, replace_one_rdp, sampled_gaussian_rdp
-from sdv_dpkme.privacy.subsampled import epsilon_bounds, poisson_group_rdp, subsampled_rdp
+from sdv_dpkme.privacy.subsampled import epsilon_bounds, subsampled_rdp
+from tests.privacy.oracles import (
+    MAX_ORDER,
+    replace_one_rdp,
+    sampled_gaussian_rdp,
+    worst_pair_epsilon,
+)
+from tests.privacy.oracles import poisson_group_rdp as _oracle_group_rdp
 
 
 DELTA = 1e-5
+
+
+def poisson_group_rdp(sigma, prob, count):
+    """The old accountant's group curve: min of Theorem 9 x count and the triangle bound."""
+    return _oracle_group_rdp(subsampled_rdp(sigma, prob), prob, sigma, count)
 
 
 def _mechanism(acct, q, count, clip_norm=1.0, population=10_000, noise=None, name='dpsgd'):
@@ -148,46 +161,49 @@ def dpsgd_schedule():
     return acct, mech
 
 
-def test_recorded_schedule_matches_an_independent_recomputation(dpsgd_schedule):
+def test_recorded_schedule_against_the_rdp_recomputation(dpsgd_schedule):
     acct, mech = dpsgd_schedule
     row = acct.releases[0]
     assert row.sensitivity == 2 * 0.5 and row.sampling == SAMPLING_POISSON
     s = row.noise_std / row.sensitivity  # multiplier relative to the replace-one sensitivity 2C
     assert s == pytest.approx(row.noise_multiplier, rel=1e-12)
-    alphas, rdp = _schedule_rdp(s, row.sampling_probability, row.count)
     spent = acct.epsilon_spent()
-    # autodp optimises over real alpha (the triangle bound by chords between integer orders),
-    # ours over integer alpha only: measured 0.99957 vs 0.99990
-    independent = _bbghs_conversion(alphas, rdp, DELTA)
-    assert independent * (1 - 1e-3) <= spent <= independent * (1 + 1e-9)
-    # at q = 0.01 the triangle bound is the tighter RDP bound: Theorem 9 alone spends 2.4x
+    assert 1 - 1e-3 <= spent <= 1.0
+    bounds = epsilon_bounds(None, [(s, 0.01, 1000, SAMPLING_POISSON)], DELTA)
+    assert spent == bounds['PLD'] == min(bounds.values())
+    # the old accountant (min of Theorem 9 and the triangle bound at each order, integer orders
+    # here) would spend more at this noise, and Theorem 9 alone far more
+    alphas, rdp = _schedule_rdp(s, row.sampling_probability, row.count)
+    old = _bbghs_conversion(alphas, rdp, DELTA)
+    assert old > 1.1 * spent
     wbk_only = _bbghs_conversion(*_schedule_rdp(s, 0.01, 1000, triangle=False), DELTA)
     assert wbk_only > 2 * spent
+    assert bounds['RDP (autodp)'] == pytest.approx(wbk_only, rel=2e-3)  # real vs integer orders
     # Mironov's conversion is valid but looser
-    classic = _classic_conversion(alphas, rdp, DELTA)
-    assert spent <= classic <= 1.5 * spent
+    assert old <= _classic_conversion(alphas, rdp, DELTA)
     # the exact-Gaussian bound (no amplification): T releases at multiplier s = (sqrt(T)/s)-GDP
-    bounds = epsilon_bounds(None, [(s, 0.01, 1000, SAMPLING_POISSON)], DELTA)
     assert bounds['exact Gaussian'] == pytest.approx(_gdp_epsilon(math.sqrt(1000) / s, DELTA),
                                                      rel=1e-6)
-    assert spent == bounds['RDP'] < bounds['exact Gaussian']
-    assert 0.99 <= spent <= 1.0
     # a 1% smaller multiplier would overspend: the recorded noise is the calibrated minimum
-    assert _bbghs_conversion(*_schedule_rdp(0.99 * s, 0.01, 1000), DELTA) > 1.0
+    assert min(epsilon_bounds(None, [(0.99 * s, 0.01, 1000, SAMPLING_POISSON)],
+                              DELTA).values()) > 1.0
 
 
-def test_independent_recomputation_with_a_plain_release_first():
+def test_plain_release_first_composes_with_the_group():
     acct = PrivacyAccountant(1.0, DELTA)
     sigma = acct.calibrate({'domain_discovery': (1.0, 1)}, fraction=0.1)['domain_discovery']
     GaussianMechanism(acct, NoiseSource(seed=1)).release(
         np.zeros(4), name='domain_discovery', description='', sensitivity=2.0,
         noise_multiplier=sigma)
     mech = _mechanism(acct, 0.02, 300)
-    alphas, rdp = _schedule_rdp(mech.noise_multiplier, 0.02, 300, plain=sigma)
     spent = acct.epsilon_spent()
-    independent = _bbghs_conversion(alphas, rdp, DELTA)
-    assert independent * (1 - 1e-3) <= spent <= independent * (1 + 1e-9)
-    assert 0.99 <= spent <= 1.0
+    assert 1 - 1e-3 <= spent <= 1.0
+    # the old accountant's RDP of the same schedule (plain part included) spends more
+    alphas, rdp = _schedule_rdp(mech.noise_multiplier, 0.02, 300, plain=sigma)
+    assert _bbghs_conversion(alphas, rdp, DELTA) > spent
+    # and the plain part costs something: without it the group alone spends less
+    assert epsilon_bounds(None, [(mech.noise_multiplier, 0.02, 300, SAMPLING_POISSON)],
+                          DELTA)['PLD'] < spent
 
 
 # --- the bound against real neighbouring pairs --------------------------------------------------
@@ -284,23 +300,19 @@ def test_triangle_bound_edges():
     assert replace_one_rdp(0.05, 3.0, 100, 6.5) < replace_one_rdp(0.05, 2.0, 100, 6.5)
 
 
-@pytest.mark.parametrize('q,steps,wbk_over_new', [(1 / 30, 300, 20), (0.1, 100, 8),
-                                                  (0.01, 1000, 2)])
-def test_calibrated_noise_against_theorem_9_alone(q, steps, wbk_over_new):
-    # paper-like DP-SGD schedules (10 epochs): Theorem 9 alone needed 129.2, 74.6 and 6.01 x C
-    # of noise at (1, 1e-5); the group bound needs 4.84, 8.31 and 2.72 x C
+@pytest.mark.parametrize('q,steps', [(1 / 30, 300), (0.1, 100), (0.01, 1000)])
+def test_calibrated_noise_against_theorem_9_alone(q, steps):
+    # paper-like DP-SGD schedules (10 epochs) at (1, 1e-5): Theorem 9 alone needed 129.2, 74.6
+    # and 6.01 x C of noise, the triangle bound 4.84, 8.31 and 2.72 x C; PLD needs less still
     new = PoissonSubsampledGaussianMechanism(
         PrivacyAccountant(1.0, DELTA), NoiseSource(seed=0), name='x', description='',
         clip_norm=1.0, sampling_probability=q, population=10_000, count=steps)
-    wbk = PrivacyAccountant(1.0, DELTA).calibrate_subsampled(q, steps)  # without replacement
-    assert wbk / new.noise_multiplier > wbk_over_new
-    # and never below what the worst known pair needs: its composed RDP at the new multiplier,
-    # converted the same way, stays within the budget
-    alphas = np.arange(2, 33)  # the optimum order is below 20 for these schedules
-    pair = np.array([steps * _replace_one_pair_rdp(a, q, new.clip_multiplier) for a in alphas])
-    assert np.argmin(pair + np.log1p(-1 / alphas) - (np.log(DELTA) + np.log(alphas))
-                     / (alphas - 1)) < len(alphas) - 1
-    assert _bbghs_conversion(alphas, pair, DELTA) <= 1.0
+    old_clip_multiplier = {1 / 30: 4.84, 0.1: 8.31, 0.01: 2.72}[q]
+    assert new.clip_multiplier < old_clip_multiplier
+    bounds = epsilon_bounds(None, [(new.noise_multiplier, q, steps, SAMPLING_POISSON)], DELTA)
+    assert bounds['RDP (autodp)'] > 2.5 * bounds['PLD']
+    # (never below what the worst known pair needs: see test_pld, against its exact curve; its
+    # RDP converted to (epsilon, delta) is no lower bound, the conversion is lossy)
 
 
 def test_neighbouring_gradient_sums_move_by_the_recorded_sensitivity():
@@ -342,9 +354,9 @@ def test_neighbouring_gradient_sums_move_by_the_recorded_sensitivity():
 def test_calibration_spends_the_budget(q, steps):
     acct = PrivacyAccountant(1.0, DELTA)
     mech = _mechanism(acct, q, steps)
-    assert 0.99 <= acct.epsilon_spent() <= 1.0
-    # the without-replacement group at the same rate has only Theorem 9 (and the exact bound):
-    # the triangle bound needs less noise, except at q = 1 where both are one plain Gaussian
+    assert 1 - 1e-3 <= acct.epsilon_spent() <= 1.0
+    # the without-replacement group at the same rate has no PLD bound (RDP and exact only):
+    # it needs more noise, except at q = 1 where both are one plain Gaussian
     wor = PrivacyAccountant(1.0, DELTA).calibrate_subsampled(q, steps)
     if q == 1:
         assert mech.noise_multiplier == wor
@@ -379,12 +391,12 @@ def test_release_row_and_report_name_the_scheme_and_the_bound(dpsgd_schedule):
     assert row['sampling'] == SAMPLING_POISSON == 'Poisson (replace-one, per-row Bernoulli(q))'
     assert row['sampling_probability'] == 0.01 and row['count'] == 1000
     assert row['sensitivity'] == 1.0 and row['noise_std'] == pytest.approx(mech.noise_std)
-    assert 'Wang-Balle-Kasiviswanathan 2019 Thm 9' in row['details']['bound']
-    assert 'weak-triangle' in row['details']['bound']
-    assert 'Poisson' in report.accountant and 'replace-one sensitivity 2C' in report.accountant
-    assert 'weak triangle inequality (Mironov 2017' in report.accountant
+    assert 'PLD' in row['details']['bound'] and 'Thm 9' in row['details']['bound']
+    assert 'Poisson' in report.accountant and 'REPLACE_ONE' in report.accountant
+    assert 'PoissonSampledDpEvent(q, GaussianDpEvent(2 sigma))' in report.accountant
     assert 'Thm 9' in report.accountant and 'without replacement' not in report.accountant
-    assert 'the tighter one here: RDP' in report.accountant
+    assert 'the tighter one here: PLD' in report.accountant
+    assert report.bound_used == 'PLD'
     assert report.guarantee_holds and report.epsilon_spent == acct.epsilon_spent()
     assert mech.expected_batch_size == pytest.approx(100.0)
 
@@ -398,7 +410,8 @@ def test_poisson_releases_spend_at_most_what_without_replacement_ones_spend():
         acct.record(Release('steps', '', 'gaussian', 2.0, 3.0, 6.0, count=40, sampling=scheme,
                             sampling_probability=q))
         spent[scheme, q] = acct.epsilon_spent()
-    # Theorem 9 is in both; the Poisson group also has the triangle bound (none at q = 1)
+    # Theorem 9 and the exact bound are in both; the Poisson group also has PLD, without
+    # replacement dp-accounting's RDP: at q = 1 both come down to the exact Gaussian
     assert spent[SAMPLING_POISSON, 0.03] < spent[SAMPLING_WOR, 0.03]
     assert spent[SAMPLING_POISSON, 1.0] == spent[SAMPLING_WOR, 1.0]
     with pytest.raises(NotImplementedError):

@@ -13,8 +13,12 @@ from sdv_dpkme.privacy import (
     Release,
     SubsampledGaussianMechanism,
 )
+from dp_accounting import dp_event
+from dp_accounting.privacy_accountant import NeighboringRelation
+from dp_accounting.rdp import rdp_privacy_accountant
+
 from sdv_dpkme.privacy._autodp import approx_dp, mechanism_zoo, transformer_zoo
-from sdv_dpkme.privacy.subsampled import SAMPLING_WOR, epsilon_bounds
+from sdv_dpkme.privacy.subsampled import RDP_ORDERS, SAMPLING_WOR, epsilon_bounds
 
 
 def _autodp_epsilon(plain_sigmas, sigma, prob, steps, delta):
@@ -32,6 +36,20 @@ def _autodp_epsilon(plain_sigmas, sigma, prob, steps, delta):
     return approx_dp(transformer_zoo.Composition()(mechs, counts), delta)
 
 
+def _dp_accounting_epsilon(plain_sigmas, sigma, population, sample_size, steps, delta):
+    """Independent recomputation with dp-accounting's RDP accountant (REPLACE_ONE, multipliers
+    relative to the replace-one sensitivity), the plain releases as one Gaussian."""
+    events = [dp_event.SelfComposedDpEvent(dp_event.SampledWithoutReplacementDpEvent(
+        population, sample_size, dp_event.GaussianDpEvent(sigma)), steps)]
+    if plain_sigmas:
+        sigma_eff = sum(s**-2 for s in plain_sigmas) ** -0.5
+        events.insert(0, dp_event.GaussianDpEvent(sigma_eff))
+    acct = rdp_privacy_accountant.RdpAccountant(
+        orders=list(RDP_ORDERS), neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    acct.compose(dp_event.ComposedDpEvent(events))
+    return acct.get_epsilon(delta)
+
+
 def test_minibatch_schedule_spends_the_budget_and_matches_autodp():
     acct = PrivacyAccountant(1.0, 1e-5)
     noise = NoiseSource(seed=0)
@@ -44,15 +62,20 @@ def test_minibatch_schedule_spends_the_budget_and_matches_autodp():
         population=5000, count=200,
     )
     spent = acct.epsilon_spent()
-    assert 0.98 < spent <= 1.0
-    expected = _autodp_epsilon([sigma_w], mech.noise_multiplier, 100 / 5000, 200, 1e-5)
-    assert spent == pytest.approx(expected, rel=1e-9)
+    assert 1 - 1e-3 <= spent <= 1.0
+    # the min of both RDP bounds, each recomputed independently: here dp-accounting's (WBK Thm
+    # 27) is the tighter one, autodp's (Thm 9) valid but looser
+    autodp = _autodp_epsilon([sigma_w], mech.noise_multiplier, 100 / 5000, 200, 1e-5)
+    dpa = _dp_accounting_epsilon([sigma_w], mech.noise_multiplier, 5000, 100, 200, 1e-5)
+    assert spent == pytest.approx(dpa, rel=1e-9) and dpa < autodp
     report = acct.report(noise.describe())
     assert 'without replacement' in report.accountant
+    assert report.bound_used == 'RDP (dp-accounting)'
+    assert report.epsilon_bounds['RDP (autodp)'] == pytest.approx(autodp, rel=1e-9)
     row = report.to_frame().set_index('name').loc['mb']
     assert row['count'] == 200 and row['sampling_probability'] == pytest.approx(0.02)
     # more steps at the same noise would overspend
-    assert _autodp_epsilon([sigma_w], mech.noise_multiplier, 0.02, 400, 1e-5) > 1.0
+    assert _dp_accounting_epsilon([sigma_w], mech.noise_multiplier, 5000, 100, 400, 1e-5) > 1.0
 
 
 def test_minibatch_releases_are_capped_and_batches_are_secret_and_exact():
@@ -123,25 +146,31 @@ def test_large_batches_use_the_exact_gaussian_bound_when_it_is_tighter():
     assert 'the tighter one here: exact Gaussian' in report.accountant
 
 
-def test_small_sampling_rates_keep_the_rdp_calibration():
+def test_small_sampling_rates_use_the_tighter_rdp_bound():
     acct = PrivacyAccountant(1.0, 1e-5)
     sigma = acct.calibrate_subsampled(0.05, 50)
-    rdp = _autodp_epsilon([], sigma, 0.05, 50, 1e-5)
+    dpa = _dp_accounting_epsilon([], sigma, 100, 5, 50, 1e-5)
+    autodp = _autodp_epsilon([], sigma, 0.05, 50, 1e-5)
     exact = _exact_epsilon([], sigma, 50, 1e-5)
-    assert rdp <= 1.0 < exact  # RDP is the tighter bound here
-    # the smallest sigma for RDP within the calibration tolerance (1e-3), as before the change
-    assert _autodp_epsilon([], sigma / 1.002, 0.05, 50, 1e-5) > 1.0
+    assert 1 - 1e-3 <= dpa <= 1.0 < min(autodp, exact)  # dp-accounting's RDP is the tighter
+    # the smallest sigma within the calibration tolerance
+    assert _dp_accounting_epsilon([], sigma / 1.003, 100, 5, 50, 1e-5) > 1.0
     acct.record(Release('mb', '', 'gaussian', 0.1, sigma, 0.1 * sigma, count=50,
                         sampling='uniform without replacement', sampling_probability=0.05))
-    assert acct.epsilon_spent() == pytest.approx(rdp, rel=1e-9)
+    assert acct.epsilon_spent() == pytest.approx(dpa, rel=1e-9)
     report = acct.report(NoiseSource().describe())
-    assert 'the tighter one here: RDP' in report.accountant
+    assert 'the tighter one here: RDP (dp-accounting)' in report.accountant
 
 
 @pytest.mark.parametrize('sigma,prob', [(3.0, 0.02), (30.0, 0.6)])
-def test_composed_epsilon_is_the_min_of_both_bounds(sigma, prob):
+def test_composed_epsilon_is_the_min_of_the_bounds(sigma, prob):
     bounds = epsilon_bounds(5.0, [(sigma, prob, 20)], 1e-5)
-    assert bounds['RDP'] == pytest.approx(_autodp_epsilon([5.0], sigma, prob, 20, 1e-5), rel=1e-9)
+    assert bounds['RDP (autodp)'] == pytest.approx(_autodp_epsilon([5.0], sigma, prob, 20, 1e-5),
+                                                   rel=1e-9)
+    population, size = {0.02: (500, 10), 0.6: (5, 3)}[prob]
+    assert bounds['RDP (dp-accounting)'] == pytest.approx(
+        _dp_accounting_epsilon([5.0], sigma, population, size, 20, 1e-5), rel=1e-9)
+    assert 'PLD' not in bounds  # dp-accounting's PLD does not model sampling without replacement
     assert bounds['exact Gaussian'] == pytest.approx(_exact_epsilon([5.0], sigma, 20, 1e-5),
                                                      rel=1e-9)
     acct = PrivacyAccountant(1000.0, 1e-5)  # the accountant spends the min of both

@@ -10,6 +10,7 @@ from sdv.errors import SynthesizerInputError
 from sdv_dpkme import DPKIPSynthesizer
 from sdv_dpkme.synthesizers.dpkip import DistilledDataWarning
 from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, make_metadata, make_table
+from tests.privacy.test_pld import _dp_accounting_epsilon
 from tests.privacy.test_poisson import _bbghs_conversion, _schedule_rdp
 
 FAST = FAST_BY_CLASS['DPKIPSynthesizer'][0]
@@ -124,14 +125,15 @@ def test_the_report_holds_the_counts_and_one_poisson_group_and_epsilon_recompute
     from sdv_dpkme.privacy.accountant import analytic_gaussian_multiplier
     assert counts.noise_multiplier ** -2 == pytest.approx(
         0.02 * analytic_gaussian_multiplier(1.0, report.delta) ** -2, rel=1e-9)
-    # independent recomputation (min of WBK Thm 9 and the triangle bound in numpy, at integer
-    # orders, + the plain Gaussian's alpha / 2 sigma^2, Balle et al. 2020 conversion); the
-    # accountant also uses real orders, so it may be a little lower
+    # independent recomputation: dp-accounting's PLD (REPLACE_ONE) built from the release rows;
+    # the old accountant (min of WBK Thm 9 and the triangle bound in numpy, + the plain
+    # Gaussian's alpha / 2 sigma^2, Balle et al. 2020 conversion) spends more
+    independent = _dp_accounting_epsilon(report.releases, report.gaussian_delta)
+    assert report.epsilon_calibrated == pytest.approx(independent, rel=1e-9)
     alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count,
                                 plain=counts.noise_multiplier)
-    independent = min(_bbghs_conversion(alphas, rdp, report.delta), 1.0)
-    assert independent * (1 - 1e-3) <= report.epsilon_calibrated <= independent * (1 + 1e-9)
-    assert report.epsilon_calibrated <= 1.0
+    assert _bbghs_conversion(alphas, rdp, report.delta) > independent
+    assert 1 - 1e-3 <= report.epsilon_calibrated <= 1.0 and report.bound_used == 'PLD'
     assert any('Class-balance weights' in note for note in report.notes)
 
 
@@ -142,9 +144,11 @@ def test_without_class_balance_the_report_is_one_poisson_group():
         synth.fit({'t': make_table()})
     report = synth.get_privacy_report()
     (row,) = report.releases
+    independent = _dp_accounting_epsilon(report.releases, report.gaussian_delta)
+    assert report.epsilon_calibrated == pytest.approx(independent, rel=1e-9)
+    assert 1 - 1e-3 <= independent <= 1.0
     alphas, rdp = _schedule_rdp(row.noise_multiplier, row.sampling_probability, row.count)
-    independent = min(_bbghs_conversion(alphas, rdp, report.delta), 1.0)
-    assert independent * (1 - 1e-3) <= report.epsilon_calibrated <= independent * (1 + 1e-9)
+    assert _bbghs_conversion(alphas, rdp, report.delta) > independent
 
 
 def test_domain_discovery_and_dp_sgd_share_one_budget(table):
