@@ -50,6 +50,7 @@ import pandas as pd  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))  # this checkout's sdv_dpkme, not an installed one
 
 import adult  # noqa: E402  (shared harness: Adult split, VmHWM, machine info, table helpers)
 

@@ -31,6 +31,8 @@ for _name in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sdv_dpkme
+
 from sdv_dpkme import DPKIPSynthesizer  # noqa: E402
 from sdv_dpkme.datasets import adult_train_test_split, load_adult, load_adult_sample  # noqa: E402
 from sdv_dpkme.evaluation.tstr import tstr_scores  # noqa: E402
@@ -43,7 +45,7 @@ JSONL = BENCH / 'results' / 'dpkip_small.jsonl'
 REPORT = BENCH / 'results' / 'dpkip.md'
 START, END = '<!-- section:dpkip-small -->', '<!-- /section:dpkip-small -->'
 RESOLVED = ('steps', 'sampling_rate', 'clip_norm', 'learning_rate', 'regularization',
-            'class_balance', 'support_per_class')
+            'class_balance', 'support_init')
 
 
 def declaration(domain, how):
@@ -71,7 +73,7 @@ def run(seed, kwargs, data, rows=ROWS, epsilon=EPSILON, declare='plain'):
         table = tstr_scores(synth.get_distilled_data(), test, 'income', categorical, numerical,
                             categories=categories, classifiers=['LogisticRegression'])
     report = synth.get_privacy_report()
-    resolved = getattr(synth, 'get_resolved_parameters', lambda: {})()
+    resolved = synth.resolved_parameters()
     row = table.iloc[0]
     return {'seed': seed, 'kwargs': kwargs, 'rows': rows, 'epsilon': epsilon, 'declare': declare,
             'roc_auc': float(row['roc_auc']), 'pr_auc': float(row['pr_auc']),
