@@ -53,6 +53,8 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
         support_init: 'centre' (default): the support starts at 0.5 +- 0.05 on every encoded
             value, each numeric value and category undecided, so the noisy gradients need only
             tip it; 'uniform': anywhere in the unit box (the paper's). Public noise either way.
+            Chosen on Adult; on Census (wide, many categories) 'uniform' did better at
+            epsilon >= 1 in a first check (benchmarks/results/dpkip.md).
         learning_rate: Adam's step size on the support rows.
         regularization: lambda of the trace-scaled ridge (K_ss + lambda tr(K_ss)/m I).
         ntk_depth: hidden ReLU layers of the FC-NTK (1 as in the paper).
