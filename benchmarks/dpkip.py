@@ -50,6 +50,7 @@ import pandas as pd  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))  # this checkout's sdv_dpkme, not an installed one
 
 import adult  # noqa: E402  (shared harness: Adult split, VmHWM, machine info, table helpers)
 
@@ -60,11 +61,15 @@ TSTR_ROWS = 20_000
 QUICK_ROWS = 2_000
 QUICK_CLASSIFIERS = ('LogisticRegression', 'DecisionTreeClassifier', 'XGBClassifier')
 #: quick-mode model kwargs; a key that the class does not take is dropped (its API may move)
-QUICK_KWARGS = {'dpkip': {'steps': 10}, 'dphp': {'steps': 50}, 'dpmerf': {'steps': 50}}
+QUICK_KWARGS = {'dpkip': {'steps': 10}, 'dphp': {'steps': 50}, 'dpmerf': {'steps': 50},
+                'dpmerf_mb': {'steps': 50, 'minibatch_size': 500}}
 
 #: method key -> (label, class name)
 METHODS = {'dpkip': ('DP-KIP', 'DPKIPSynthesizer'), 'dphp': ('DP-HP', 'DPHPSynthesizer'),
-           'dpmerf': ('DP-MERF', 'DPMERFSynthesizer')}
+           'dpmerf': ('DP-MERF', 'DPMERFSynthesizer'),
+           'dpmerf_mb': ('DP-MERF minibatch', 'DPMERFSynthesizer')}
+#: arguments a method key adds to the defaults (DP-MERF's minibatch mode: DP-SGD-like releases)
+METHOD_KWARGS = {'dpmerf_mb': {'releases': 'minibatch'}}
 DATASETS = {'adult': 'Adult', 'census': 'Census'}
 #: the DP-KIP paper (Vinaroz & Park, TMLR 2024): (method, dataset) -> (ROC-AUC, PR-AUC) at ε = 1
 PAPER = {('dpkip', 'adult'): (0.662, 0.365), ('dpkip', 'census'): (0.766, 0.408),
@@ -75,7 +80,8 @@ BAR_EPSILON = 1.0
 PAPER_UNDERSAMPLE = 0.4
 #: rough seconds per run on the 2 shared cores, replaced by measured means once runs exist
 RUN_SECONDS = {('dpkip', 'adult'): 60, ('dpkip', 'census'): 560, ('dphp', 'adult'): 240,
-               ('dphp', 'census'): 720, ('dpmerf', 'adult'): 200, ('dpmerf', 'census'): 600}
+               ('dphp', 'census'): 720, ('dpmerf', 'adult'): 200, ('dpmerf', 'census'): 600,
+               ('dpmerf_mb', 'adult'): 200, ('dpmerf_mb', 'census'): 600}
 
 
 # --------------------------------------------------------------------------- child side
@@ -143,8 +149,9 @@ def run_task(task):
                load_start=os.getloadavg()[0])
     cls = getattr(sdv_dpkme, METHODS[task['method']][1])
     accepted = inspect.signature(cls.__init__).parameters
-    kwargs = {k: v for k, v in QUICK_KWARGS[task['method']].items() if k in accepted} \
+    kwargs = {k: v for k, v in QUICK_KWARGS.get(task['method'], {}).items() if k in accepted} \
         if task['quick'] else {}
+    kwargs.update(METHOD_KWARGS.get(task['method'], {}))
     synth = cls(
         metadata, epsilon=task['epsilon'], delta=DELTA, domain=domain, target_column=TARGET,
         random_state=task['seed'], verbose=False, **kwargs)
@@ -608,7 +615,23 @@ def write_report(path, runs, sessions, classifiers, args):
                   f'{r["error"]}' for r in failed]
         lines += [f'- not started ({s["reason"]}): {s["task"]}' for s in skipped]
         lines.append('')
-    path.write_text('\n'.join(lines), encoding='utf-8')
+    path.write_text(_keep_sections(path, '\n'.join(lines)), encoding='utf-8')
+
+
+def _keep_sections(path, text):
+    """``text`` with the hand-written or other scripts' sections of the old file (between
+    ``<!-- section:NAME -->`` and ``<!-- /section:NAME -->``, e.g. ``dpkip_small.py``'s) put back
+    after the first paragraph, so a regenerated report does not drop them."""
+    import re
+
+    old = path.read_text(encoding='utf-8') if path.exists() else ''
+    blocks = re.findall(r'<!-- section:([\w-]+) -->.*?<!-- /section:\1 -->', old, flags=re.S)
+    kept = [m.group(0) for m in re.finditer(r'<!-- section:([\w-]+) -->.*?<!-- /section:\1 -->',
+                                             old, flags=re.S)]
+    if not blocks:
+        return text
+    head, _, rest = text.partition('\n\n## ')
+    return head + '\n\n' + '\n\n'.join(kept) + '\n\n## ' + rest
 
 
 # ------------------------------------------------------------------------------- main

@@ -52,7 +52,8 @@ SYNTHESIZERS = {
         steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPKIPSynthesizer: dict(
-        fast=FAST_KIP, groups={'kip_class_counts', 'kip_gradients'}, modes={'default': {}}, steps=15,
+        fast=FAST_KIP, groups={'kip_class_counts', 'kip_gradients'},
+        modes={'default': {}, 'auto': {'sampling_rate': 'auto'}}, steps=15,
         short={'steps': 3}, long={'steps': 40}, kme=False,
     ),
     DPReweightingSynthesizer: dict(

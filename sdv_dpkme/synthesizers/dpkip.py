@@ -19,6 +19,15 @@ from sdv_dpkme.features.ntk import FCNTK
 from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
 
 
+def _is_auto(value):
+    return isinstance(value, str) and value == 'auto'
+
+
+def _format(settings):
+    return ', '.join(f'{k}={v:.6g}' if isinstance(v, float) else f'{k}={v}'
+                     for k, v in settings.items())
+
+
 class DistilledDataWarning(UserWarning):
     """``sample`` was asked for more rows than the distilled set holds: rows repeat."""
 
@@ -34,10 +43,18 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
         target_column: required; the categorical label the support rows carry.
         support_per_class: rows per class, an int (every declared category) or a dict
             ``{category: rows}`` (categories left out get none).
-        steps: DP-SGD steps (each one release).
+        steps: DP-SGD steps (each one release). 'auto' (default): 100.
         sampling_rate: q, the probability that a row is in a step's batch (Poisson sampling);
-            the expected batch is q * n rows.
-        clip_norm: C, the per-example gradient clip.
+            the expected batch is q * n rows. 'auto' (default): q = 0.02 epsilon, so that the
+            noise multiplier stays near 1 at every epsilon, held to an expected batch of 64 to
+            4,000 rows (and q <= 0.5). It uses only the public n and epsilon, never the rows.
+        clip_norm: C, the per-example gradient clip. Adam is scale-free, so C matters only
+            through the share of rows clipped: most are at the default.
+        support_init: 'centre' (default): the support starts at 0.5 +- 0.05 on every encoded
+            value, each numeric value and category undecided, so the noisy gradients need only
+            tip it; 'uniform': anywhere in the unit box (the paper's). Public noise either way.
+            Chosen on Adult; on Census (wide, many categories) 'uniform' did better at
+            epsilon >= 1 in a first check (benchmarks/results/dpkip.md).
         learning_rate: Adam's step size on the support rows.
         regularization: lambda of the trace-scaled ridge (K_ss + lambda tr(K_ss)/m I).
         ntk_depth: hidden ReLU layers of the FC-NTK (1 as in the paper).
@@ -47,9 +64,10 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
             one Gaussian release that spends 2% of the budget's precision (in the privacy
             report as ``kip_class_counts``); the scaled gradients keep norm <= C, so the DP-SGD
             sensitivity is unchanged.
-        The defaults (100 steps at q = 0.02, C = 0.1, learning rate 0.02) were chosen on Adult
-        at epsilon = 1 (benchmarks/results/dpkip_tuning.md); the paper's 10 epochs at q = 0.01
-        did no better there once the accountant allowed them.
+        The defaults were chosen on Adult (4,000 and 39,073 rows, epsilon 0.3 to 10;
+        benchmarks/results/dpkip_tuning.md). The values 'auto' resolves to are in the privacy
+        report (the notes and the details of the ``kip_gradients`` release) and in
+        ``resolved_parameters()``.
 
     Sampling: ``get_distilled_data()`` returns the distilled rows, each once, in class order.
     ``sample(num_rows)`` returns them in a random order; asking for more rows than were
@@ -60,9 +78,9 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
 
     def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
-                 target_column=None, support_per_class=10, steps=100, sampling_rate=0.02,
+                 target_column=None, support_per_class=10, steps='auto', sampling_rate='auto',
                  clip_norm=0.1, learning_rate=0.02, regularization=1e-6, ntk_depth=1,
-                 class_balance=0.5, locales=('en_US',), random_state=None, device='auto', verbose=True,
+                 class_balance=0.5, support_init='centre', locales=('en_US',), random_state=None, device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1):
         if target_column is None:
             raise SynthesizerInputError(
@@ -81,9 +99,18 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                     f'got {value!r}.'
                 )
 
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
-            raise SynthesizerInputError(f'steps must be an int >= 1, got {self.steps!r}.')
-        number(self.sampling_rate, 0, 1, 'sampling_rate')
+        if not _is_auto(self.steps) and (isinstance(self.steps, bool)
+                                         or not isinstance(self.steps, int) or self.steps < 1):
+            raise SynthesizerInputError(f"steps must be 'auto' or an int >= 1, got {self.steps!r}.")
+        if not _is_auto(self.sampling_rate):
+            try:
+                number(self.sampling_rate, 0, 1, 'sampling_rate')
+            except SynthesizerInputError as err:
+                raise SynthesizerInputError(f"{err} Or pass sampling_rate='auto'.") from None
+        if self.support_init not in kip.SUPPORT_INITS:
+            raise SynthesizerInputError(
+                f'support_init must be one of {kip.SUPPORT_INITS}, got {self.support_init!r}.'
+            )
         number(self.clip_norm, 0, math.inf, 'clip_norm')
         number(self.learning_rate, 0, math.inf, 'learning_rate')
         number(self.regularization, 0, math.inf, 'regularization', low_open=False)
@@ -128,20 +155,24 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                 f'encoding, but the support plan has {len(counts)}.'
             )
         kernel = FCNTK(depth=self.ntk_depth)
-        rate = float(self.sampling_rate)
-        settings = kip.KIPSettings(self.steps, rate, float(self.clip_norm),
+        resolved = self._resolve(len(x))
+        rate = resolved['sampling_rate']
+        settings = kip.KIPSettings(resolved['steps'], rate, float(self.clip_norm),
                                    float(self.learning_rate), float(self.regularization),
                                    resolve_device(self.device),
-                                   class_balance=float(self.class_balance))
+                                   class_balance=float(self.class_balance),
+                                   support_init=self.support_init)
         features = [c for block in blocks for c in block.columns]
         support, support_labels, history = kip.fit(
             np.asarray(x)[:, features], labels, target.width, counts, kernel, settings, ledger,
-            self._torch_generator(), verbose=self.verbose,
+            self._torch_generator(), verbose=self.verbose, details={'settings': dict(resolved)},
         )
         rows = kip.encoded_rows(support, support_labels, blocks, target, len(columns))
-        notes = [f'Support initialised from public uniform noise with the model RNG; '
-                 f'{len(support_labels)} rows, labels fixed; {settings.steps} DP-SGD steps, each '
-                 f'row in a batch with probability q = {rate:.6g} (n = {len(x)} rows).']
+        notes = [f"Support initialised from public noise ('{self.support_init}') with the model "
+                 f'RNG; {len(support_labels)} rows, labels fixed; {settings.steps} DP-SGD steps, '
+                 f'each row in a batch with probability q = {rate:.6g} (n = {len(x)} rows).',
+                 'Settings used (from the arguments; \'auto\' resolved from the public n and '
+                 f'epsilon only): {_format(resolved)}.']
         if 'class_weights' in history.attrs:
             # the weights themselves are a DP output (kept with the model's history), not
             # report text: the report's notes describe the plan only
@@ -149,6 +180,29 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                          'clipped gradient is scaled by (n_min / n_c)^b <= 1 for its label '
                          'bucket, from the noisy class counts (kip_class_counts).')
         return kip.KIPModel(rows, columns, support_labels, history), notes
+
+    def _resolve(self, n):
+        """The DP-SGD settings of a fit on n rows: the arguments, with 'auto' resolved from the
+        public n and epsilon (never from the rows)."""
+        epsilon = float(self.epsilon)
+        steps = kip.auto_steps(n, epsilon) if _is_auto(self.steps) else int(self.steps)
+        rate = (kip.auto_sampling_rate(n, epsilon) if _is_auto(self.sampling_rate)
+                else float(self.sampling_rate))
+        self._resolved_parameters = {
+            'steps': steps, 'sampling_rate': rate, 'clip_norm': float(self.clip_norm),
+            'learning_rate': float(self.learning_rate),
+            'regularization': float(self.regularization), 'support_init': self.support_init,
+            'class_balance': float(self.class_balance),
+        }
+        return dict(self._resolved_parameters)
+
+    def resolved_parameters(self):
+        """The DP-SGD settings the last fit used ('auto' resolved), as in its privacy report."""
+        resolved = getattr(self, '_resolved_parameters', None)
+        if not self._fitted or resolved is None:
+            raise SynthesizerInputError('Fit the synthesizer before asking for its resolved '
+                                        'parameters; get_parameters() gives the arguments.')
+        return dict(resolved)
 
     # ---------------------------------------------------------------------- outputs
     def get_distilled_data(self):
@@ -170,3 +224,4 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
     def __setstate__(self, state):
         super().__setstate__(state)
         self.__dict__.setdefault('class_balance', 0.0)  # saved before it existed: fitted without
+        self.__dict__.setdefault('support_init', 'uniform')  # likewise

@@ -119,6 +119,16 @@ def test_support_starts_from_public_noise_not_from_the_rows():
     assert list(a_labels) == list(start_labels) == [0, 0, 1, 1, 1]
 
 
+def test_centre_init_starts_every_value_undecided_and_rows_distinct():
+    start, labels = kip.initial_support([3, 4], 6, torch.Generator().manual_seed(0), 'centre')
+    assert ((start - 0.5).abs() <= kip.CENTRE_JITTER / 2).all()
+    assert len(torch.unique(start, dim=0)) == 7 and list(labels) == [0] * 3 + [1] * 4
+    again, _ = kip.initial_support([3, 4], 6, torch.Generator().manual_seed(0), 'centre')
+    torch.testing.assert_close(start, again, rtol=0, atol=0)  # model RNG only
+    with pytest.raises(ValueError, match='support_init'):
+        kip.initial_support([3], 6, torch.Generator(), 'zeros')
+
+
 def test_every_step_is_one_accounted_release_even_with_empty_batches():
     x, labels = _data(n=5)
     (support, _, history), ledger = _fit(x, labels, sampling_rate=0.01, steps=7)

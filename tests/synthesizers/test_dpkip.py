@@ -55,6 +55,11 @@ def test_a_target_column_is_required():
     (dict(support_per_class=0), 'support_per_class'),
     (dict(support_per_class=True), 'support_per_class'),
     (dict(support_per_class={'yes': 2, 'maybe': 1}), 'maybe'),
+    (dict(steps='Auto'), 'steps'),
+    (dict(steps=2.5), 'steps'),
+    (dict(sampling_rate='fast'), "sampling_rate.*'auto'"),
+    (dict(support_init='zeros'), 'support_init'),
+    (dict(support_init=None), 'support_init'),
 ])
 def test_bad_arguments_get_clear_errors(kwargs, match):
     with pytest.raises(SynthesizerInputError, match=match):
@@ -174,3 +179,79 @@ def test_arguments_changed_after_construction_are_checked_at_fit(table):
     synth.steps = 0
     with pytest.raises(SynthesizerInputError, match='steps'):
         synth.fit({'t': table})
+
+
+# ----------------------------------------------------------------- 'auto' settings (issue 40)
+def _fit_quietly(synth, table):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': table})
+    return synth
+
+
+def _auto(**kwargs):
+    args = dict(steps='auto', sampling_rate='auto', noise_seed=None)
+    args.update(kwargs)
+    return build(**args)
+
+
+def test_the_defaults_are_auto_and_centre_and_get_parameters_keeps_them():
+    synth = DPKIPSynthesizer(make_metadata(), epsilon=1.0, target_column='label')
+    params = synth.get_parameters()
+    assert params['steps'] == 'auto' and params['sampling_rate'] == 'auto'
+    assert params['support_init'] == 'centre'
+
+
+def test_auto_settings_are_the_same_on_neighbouring_tables_and_are_reported():
+    table = make_table(n=200)
+    neighbour = table.copy()
+    row = int(np.flatnonzero(table['label'] == 'no')[0])  # flip a label: class counts move
+    neighbour.loc[row, ['age', 'income', 'city', 'label']] = [89, 149_000.0, 'Rome', 'yes']
+    assert (table['label'] == 'yes').sum() != (neighbour['label'] == 'yes').sum()
+    a = _fit_quietly(_auto(), table)
+    b = _fit_quietly(_auto(), neighbour)
+    assert a.resolved_parameters() == b.resolved_parameters()
+    ra, rb = (s.get_privacy_report().releases[-1] for s in (a, b))
+    assert ra.details['settings'] == rb.details['settings'] == a.resolved_parameters()
+    resolved = a.resolved_parameters()
+    # n = 200 is below the smallest expected batch at 0.02 epsilon: q = 64 / n
+    assert resolved['sampling_rate'] == pytest.approx(64 / 200)
+    assert ra.sampling_probability == resolved['sampling_rate'] and ra.count == resolved['steps']
+    assert any("'auto' resolved" in note and 'sampling_rate=0.32' in note
+               for note in a.get_privacy_report().notes)
+    assert a.get_parameters()['sampling_rate'] == 'auto'  # the argument, not the resolution
+
+
+def test_n_and_epsilon_move_the_auto_rate_as_intended():
+    from sdv_dpkme.engines import kip
+
+    rate = kip.auto_sampling_rate
+    # more budget: a larger batch at the same noise multiplier
+    assert rate(40_000, 0.3) < rate(40_000, 1.0) < rate(40_000, 10.0)
+    assert rate(40_000, 1.0) == pytest.approx(0.02)
+    # small tables: at least 64 rows expected per step; large ones: at most 4,000
+    assert rate(1_000, 1.0) * 1_000 == pytest.approx(64)
+    assert rate(4_000, 0.3) > rate(40_000, 0.3)
+    assert rate(1_000_000, 10.0) * 1_000_000 == pytest.approx(4_000)
+    assert rate(10, 1.0) == 0.5 and rate(200_000, math.inf) * 200_000 == pytest.approx(4_000)
+    for n in (1, 50, 4_000, 10**7):
+        for eps in (0.01, 1.0, 50.0):
+            assert 0 < rate(n, eps) <= 0.5
+    with pytest.raises(ValueError):
+        rate(0, 1.0)
+    # and the fit follows: the same table at a larger epsilon gets the larger rate
+    table = make_table(n=200)
+    low = _fit_quietly(_auto(epsilon=1.0, steps=2), table).resolved_parameters()
+    high = _fit_quietly(_auto(epsilon=50.0, steps=2), table).resolved_parameters()
+    assert low['sampling_rate'] == pytest.approx(0.32) and high['sampling_rate'] == 0.5
+
+
+def test_explicit_settings_override_the_auto_ones():
+    synth = _fit_quietly(build(steps=4, sampling_rate=0.25, support_init='uniform'), make_table())
+    resolved = synth.resolved_parameters()
+    assert resolved['steps'] == 4 and resolved['sampling_rate'] == 0.25
+    assert resolved['support_init'] == 'uniform'
+    row = synth.get_privacy_report().releases[-1]
+    assert row.count == 4 and row.sampling_probability == 0.25
+    with pytest.raises(SynthesizerInputError, match='Fit'):
+        build().resolved_parameters()
