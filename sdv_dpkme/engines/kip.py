@@ -65,6 +65,10 @@ AUTO_MAX_BATCH = 4000
 AUTO_MAX_RATE = 0.5
 SUPPORT_INITS = ('centre', 'uniform')
 CENTRE_JITTER = 0.1  # width of the public noise around 0.5 that tells the support rows apart
+#: support_init='auto' starts at the centre below this expected batch (q n rows): a small batch's
+#: noisy gradient only has to tip undecided values, while a large one (Census: 4,000 rows) moves
+#: the support well from anywhere and the uniform start keeps its rows apart (dpkip.md)
+AUTO_CENTRE_BELOW_BATCH = 2000
 
 
 def auto_sampling_rate(n, epsilon):
@@ -73,6 +77,11 @@ def auto_sampling_rate(n, epsilon):
         raise ValueError(f'need n >= 1 and epsilon > 0, got n={n!r}, epsilon={epsilon!r}')
     rate = min(AUTO_RATE_PER_EPSILON * epsilon, AUTO_MAX_BATCH / n)
     return float(min(max(rate, AUTO_MIN_BATCH / n), AUTO_MAX_RATE))
+
+
+def auto_support_init(n, sampling_rate):
+    """'centre' or 'uniform' for support_init='auto', from the public expected batch q n."""
+    return 'centre' if sampling_rate * n < AUTO_CENTRE_BELOW_BATCH else 'uniform'
 
 
 def auto_steps(n, epsilon):

@@ -50,11 +50,11 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
             4,000 rows (and q <= 0.5). It uses only the public n and epsilon, never the rows.
         clip_norm: C, the per-example gradient clip. Adam is scale-free, so C matters only
             through the share of rows clipped: most are at the default.
-        support_init: 'centre' (default): the support starts at 0.5 +- 0.05 on every encoded
-            value, each numeric value and category undecided, so the noisy gradients need only
-            tip it; 'uniform': anywhere in the unit box (the paper's). Public noise either way.
-            Chosen on Adult; on Census (wide, many categories) 'uniform' did better at
-            epsilon >= 1 in a first check (benchmarks/results/dpkip.md).
+        support_init: 'centre': the support starts at 0.5 +- 0.05 on every encoded value,
+            each numeric value and category undecided, so the noisy gradients need only tip
+            it; 'uniform': anywhere in the unit box (the paper's). Public noise either way.
+            'auto' (default): 'centre' when the expected batch q * n is below 2,000 rows
+            (small tables, where each step's gradient is mostly noise), else 'uniform'.
         learning_rate: Adam's step size on the support rows.
         regularization: lambda of the trace-scaled ridge (K_ss + lambda tr(K_ss)/m I).
         ntk_depth: hidden ReLU layers of the FC-NTK (1 as in the paper).
@@ -80,7 +80,8 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                  known_categories=None, nullable_columns=None, metadata_is_public=False,
                  target_column=None, support_per_class=10, steps='auto', sampling_rate='auto',
                  clip_norm=0.1, learning_rate=0.02, regularization=1e-6, ntk_depth=1,
-                 class_balance=0.5, support_init='centre', locales=('en_US',), random_state=None, device='auto', verbose=True,
+                 class_balance=0.5, support_init='auto', locales=('en_US',), random_state=None,
+                 device='auto', verbose=True,
                  noise_seed=None, domain=None, domain_budget_share=0.1):
         if target_column is None:
             raise SynthesizerInputError(
@@ -107,9 +108,10 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                 number(self.sampling_rate, 0, 1, 'sampling_rate')
             except SynthesizerInputError as err:
                 raise SynthesizerInputError(f"{err} Or pass sampling_rate='auto'.") from None
-        if self.support_init not in kip.SUPPORT_INITS:
+        if not _is_auto(self.support_init) and self.support_init not in kip.SUPPORT_INITS:
             raise SynthesizerInputError(
-                f'support_init must be one of {kip.SUPPORT_INITS}, got {self.support_init!r}.'
+                f"support_init must be 'auto' or one of {kip.SUPPORT_INITS}, got "
+                f'{self.support_init!r}.'
             )
         number(self.clip_norm, 0, math.inf, 'clip_norm')
         number(self.learning_rate, 0, math.inf, 'learning_rate')
@@ -161,16 +163,16 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
                                    float(self.learning_rate), float(self.regularization),
                                    resolve_device(self.device),
                                    class_balance=float(self.class_balance),
-                                   support_init=self.support_init)
+                                   support_init=resolved['support_init'])
         features = [c for block in blocks for c in block.columns]
         support, support_labels, history = kip.fit(
             np.asarray(x)[:, features], labels, target.width, counts, kernel, settings, ledger,
             self._torch_generator(), verbose=self.verbose, details={'settings': dict(resolved)},
         )
         rows = kip.encoded_rows(support, support_labels, blocks, target, len(columns))
-        notes = [f"Support initialised from public noise ('{self.support_init}') with the model "
-                 f'RNG; {len(support_labels)} rows, labels fixed; {settings.steps} DP-SGD steps, '
-                 f'each row in a batch with probability q = {rate:.6g} (n = {len(x)} rows).',
+        notes = [f"Support initialised from public noise ('{settings.support_init}') with the "
+                 f'model RNG; {len(support_labels)} rows, labels fixed; {settings.steps} DP-SGD '
+                 f'steps, each row in a batch with probability q = {rate:.6g} (n = {len(x)} rows).',
                  'Settings used (from the arguments; \'auto\' resolved from the public n and '
                  f'epsilon only): {_format(resolved)}.']
         if 'class_weights' in history.attrs:
@@ -191,7 +193,9 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
         self._resolved_parameters = {
             'steps': steps, 'sampling_rate': rate, 'clip_norm': float(self.clip_norm),
             'learning_rate': float(self.learning_rate),
-            'regularization': float(self.regularization), 'support_init': self.support_init,
+            'regularization': float(self.regularization),
+            'support_init': (kip.auto_support_init(n, rate) if _is_auto(self.support_init)
+                             else self.support_init),
             'class_balance': float(self.class_balance),
         }
         return dict(self._resolved_parameters)

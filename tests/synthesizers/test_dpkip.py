@@ -195,11 +195,25 @@ def _auto(**kwargs):
     return build(**args)
 
 
-def test_the_defaults_are_auto_and_centre_and_get_parameters_keeps_them():
+def test_the_defaults_are_auto_and_get_parameters_keeps_them():
     synth = DPKIPSynthesizer(make_metadata(), epsilon=1.0, target_column='label')
     params = synth.get_parameters()
-    assert params['steps'] == 'auto' and params['sampling_rate'] == 'auto'
-    assert params['support_init'] == 'centre'
+    assert params['steps'] == params['sampling_rate'] == params['support_init'] == 'auto'
+
+
+def test_auto_support_init_follows_the_public_expected_batch():
+    from sdv_dpkme.engines import kip
+
+    # small tables (a few dozen rows a step) start undecided; Census-sized batches uniform
+    assert kip.auto_support_init(4_000, kip.auto_sampling_rate(4_000, 1.0)) == 'centre'
+    assert kip.auto_support_init(199_523, kip.auto_sampling_rate(199_523, 1.0)) == 'uniform'
+    assert kip.auto_support_init(10_000, 0.199) == 'centre'
+    assert kip.auto_support_init(10_000, 0.2) == 'uniform'
+    # and the fit resolves it: 200 rows at q = 0.32 is a 64-row batch
+    assert _fit_quietly(_auto(steps=2), make_table(n=200)).resolved_parameters()[
+        'support_init'] == 'centre'
+    assert _fit_quietly(_auto(steps=2, sampling_rate=0.5),
+                        make_table(n=4_000)).resolved_parameters()['support_init'] == 'uniform'
 
 
 def test_auto_settings_are_the_same_on_neighbouring_tables_and_are_reported():
