@@ -450,10 +450,6 @@ def domain_template(args):
     )
 
 
-def prog_name():
-    return 'sdv-dpkme'
-
-
 def audit(args):
     """Empirical privacy audit on a PUBLIC stand-in table (default: the bundled Adult sample)."""
     import sdv_dpkme
@@ -508,7 +504,7 @@ def audit(args):
           f"{result['epsilon_lower_bound']:.3g} ({result['method']}, confidence "
           f"{result['confidence']:g}); wrote {out}" + (f' and {html}' if html else ''))
     if result['exceeds_claim']:  # the files are written: exit 1 without main's 'nothing written'
-        print(f'{prog_name()} audit: the measured lower bound EXCEEDS the claimed epsilon: the '
+        print('sdv-dpkme audit: the measured lower bound EXCEEDS the claimed epsilon: the '
               'implementation leaks more than it accounts for.', file=sys.stderr)
         raise SystemExit(EXIT_FAILED)
 

@@ -17,6 +17,7 @@ from sdv.errors import InvalidDataError
 
 from sdv_dpkme.domain.transformers import PublicDomainTransformer
 from sdv_dpkme.engines.accumulate import ClassSums, chunk_rows, class_sums
+from sdv_dpkme.privacy.diagnostics import sanitised, showing_private_values
 from sdv_dpkme.synthesizers.public_state import unit_box, unit_box_array
 
 #: raw rows encoded at a time by a worker (the encoded block, not the features, is the bound)
@@ -166,8 +167,10 @@ class TableChecks:
         try:
             self.metadata.tables[self.table_name].validate_data(frame, defaultdict(list))
         except InvalidDataError as error:  # worded as Metadata.validate_data words it
-            raise InvalidDataError([f'Errors in {self.table_name}:' + ''.join(
-                f'\nError: {e}' for e in error.errors)]) from None
+            worded = InvalidDataError([f'Errors in {self.table_name}:' + ''.join(
+                f'\nError: {e}' for e in error.errors)])
+            # SDV's text quotes values: raised from here it would pass for our own message
+            raise (worded if showing_private_values() else sanitised(worded)) from None
         for constraint in self.constraints:
             constraint.validate(data=frame, metadata=self.metadata)
 
