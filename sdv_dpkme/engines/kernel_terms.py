@@ -7,7 +7,7 @@ choices (frequencies, column subsets) use the model RNG only.
 
 import warnings
 
-from sdv_dpkme.engines.kme import KernelTerm
+from sdv_dpkme.engines.kme_plan import KernelTerm
 from sdv_dpkme.features import (
     FourierKernelMap,
     FourierMarginalMap,

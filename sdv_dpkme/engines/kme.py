@@ -1,206 +1,73 @@
 """Kernel-mean-embedding engine (DP-MERF, DP-HP): plan -> one pass -> Gaussian releases -> generator.
 
 Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3):
-  1. plan: split the precision of the budget over the releases (``plan_releases``);
+  1. plan: split the precision of the budget over the releases (``kme_plan.plan_releases``);
   2. class proportions w = counts / n + N(0, (sigma sqrt(2)/n)^2) (only with a target);
   3. one pass over the private rows: M_k = (1/n) sum_i phi_k(x_i) y_i^T for every kernel term k;
   4. releases M_k + N(0, (sigma_k D_k/n)^2): sensitivity D_k/n, D_k = 2 as ||phi_k|| <= 1, or
      the map's tighter proven bound (one-hot blocks of the sum and pair kernels:
      ``replace_sensitivity``);
      optionally (``PairSelection``) the few categorical pairs most associated in the 'pairs'
-     release are released again from the same pass, with their own share (step 4b);
+     release are released again from the same pass, with their own share (``kme_pairs``);
   5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
-     rows are never touched again;
-  6. optionally (``Training.calibration_parents``) fit offsets of G's categorical heads to the
-     released pair tables beyond their noise (``engines.calibration``; post-processing).
+     rows are never touched again (``kme_training``);
+  6. post-processing, optional: fit offsets of G's categorical heads to the released tables
+     beyond their noise (``Training.calibration_parents``, ``engines.calibration``) and keep a
+     reweighted pool of generated rows per class (``Training.reweight_rows``).
 Minibatch mode (DP-MERF's multi-release variant) replaces 3-4 for one term by one subsampled
 release per training step (``fit_minibatch``).
 
 Nothing here knows SDV: the input is the encoded matrix in the unit box and its public layout.
 """
 
-import time
-import warnings
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
-from sdv_dpkme.engines.calibration import ROWS, calibrate, calibrate_values
 from sdv_dpkme.engines.accumulate import ArrayRows, as_rows
 from sdv_dpkme.engines.errors import EngineInputError
-from sdv_dpkme.engines.generator import (
-    Objective,
-    TabularGenerator,
-    collapsed_classes,
-    train_generator,
+from sdv_dpkme.engines.generator import Objective
+from sdv_dpkme.engines.kme_pairs import (  # noqa: F401 (LINK_NOISE_LIMIT: the engine's API)
+    LINK_NOISE_LIMIT,
+    PairSelection,
+    release_selected_pairs,
+    selectable,
 )
-from sdv_dpkme.engines.link_structure import (
-    MIN_SIGNAL_RATIO,
-    choose_parents,
-    pair_scores,
-    select_pairs,
+from sdv_dpkme.engines.kme_plan import (
+    KernelTerm,  # noqa: F401 (the engine's API)
+    one_pass,
+    plan_releases,
+    release_class_weights,
+    release_terms,
 )
-from sdv_dpkme.features import PairwiseKernelMap, replace_sensitivity
+from sdv_dpkme.engines.kme_training import (  # noqa: F401 (Training: the engine's API)
+    Training,
+    post_process,
+    trained_generator,
+)
+from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO  # noqa: F401 (the engine's API)
+from sdv_dpkme.features import replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 from sdv_dpkme.privacy.recorder import releases_done
 
 
-@dataclass
-class KernelTerm:
-    """One released embedding and its loss term."""
-
-    group: str  # release (budget) group
-    label: str  # name in the loss history
-    feature_map: object
-    weight: float = 1.0
-    first_step: int = 0
-    last_step: int = None  # exclusive; None = until the end
-    period: int = 1  # used on the steps where step % period == phase
-    phase: int = 0
-
-
-@dataclass
-class Training:
-    """Generator and optimiser settings (all public)."""
-
-    steps: int
-    batch_size: int
-    learning_rate: float
-    latent_dim: int
-    generator_dims: tuple
-    numeric_noise: float
-    device: object
-    reweight_rows: int = 0  # > 0: a weighted pool of generated rows per class (see ``train``)
-    schedule: str = 'constant'  # learning-rate schedule (``generator.SCHEDULES``)
-    category_smoothing: float = 0.0  # share of uniform draws in categorical heads
-    category_links: tuple = ()  # names of the categorical blocks whose heads see earlier draws
-    max_link_parents: int = None  # None: every earlier linked head; k: the k chosen by the pairs
-    link_signal_ratio: float = MIN_SIGNAL_RATIO  # a chosen pair's association / noise energy
-    calibration_parents: int = 0  # > 0: calibrate the heads to the pair tables (``calibration``)
-    ordered_heads: tuple = ()  # categorical blocks over consecutive integers (discrete numbers)
-    calibration_rows: int = ROWS[1]  # generated rows per calibration round (``generated_rows``)
-
-
-@dataclass
-class PairSelection:
-    """Step 4b: release ``count`` categorical pairs chosen on the 'pairs' release again, as
-    group 'selected_pairs', and match them with ``weight``. The pairs: the largest ``score``
-    ('signal': association energy, or 'tv': distance from independence), after a maximum
-    spanning forest when ``spanning`` (``link_structure.select_pairs``).
-    ``count`` None: one fewer than the categorical columns (a spanning tree's size)."""
-
-    count: int = None
-    weight: float = 1.0
-    spanning: bool = False
-    score: str = 'signal'
-
-    def size(self, n_columns):
-        return n_columns - 1 if self.count is None else self.count
-
-
-def plan_releases(terms, shares, has_target, extra_groups=()):
-    """``{group: (share of the precision, number of releases)}`` over the groups that exist
-    (``extra_groups``: single releases that are not terms)."""
-    counts = {}
-    for term in terms:
-        counts[term.group] = counts.get(term.group, 0) + 1
-    if has_target:
-        counts['class_proportions'] = 1
-    for group in extra_groups:
-        counts[group] = 1
-    unknown = set(counts) - set(shares)
-    if unknown:
-        raise EngineInputError(f'budget_shares lacks a share for {sorted(unknown)}.')
-    plan = {name: (float(shares[name]), count) for name, count in counts.items()}
-    total = sum(share for share, _ in plan.values())
-    if not all(share > 0 for share, _ in plan.values()):
-        raise EngineInputError(f'budget_shares must be positive, got {shares}.')
-    return {name: (share / total, count) for name, (share, count) in plan.items()}
-
-
-def noisy_class_weights(counts_release, min_weight=1e-3):
-    """Post-processing of released class proportions: clip, drop tiny, renormalise.
-
-    On a tiny table or a small budget the noise can push every proportion below ``min_weight``;
-    the classes are then sampled uniformly (still post-processing) with a warning, not a crash
-    after the budget was spent.
-    """
-    w = np.clip(np.asarray(counts_release, dtype=float), 0, None)
-    w[w < min_weight] = 0.0
-    if w.sum() <= 0:
-        warnings.warn(
-            'Every released class proportion came out ~0 (the noise swamps the counts of this '
-            'table at this epsilon), so the classes are sampled uniformly. Use a larger epsilon '
-            'or a larger table for class shares that follow the data.', UserWarning, stacklevel=2)
-        return np.full(w.shape, 1.0 / w.size)
-    return w / w.sum()
-
-
-def release_class_weights(stats, target, ledger, noise_multiplier):
-    """Released class proportions -> (sampling weights, divisor of joint embeddings).
-
-    ``stats``: the ``ClassSums`` of the pass (its exact class counts and n). The last bucket
-    (out-of-domain) is modelled but never sampled.
-    """
-    if target is None:
-        return np.ones(1), torch.ones(1, 1, dtype=torch.float64)
-    n_classes = target.width
-    released = ledger.mechanism.release(
-        stats.proportions(), name='class_proportions',
-        description=f"proportions of the {n_classes} buckets of '{target.name}'",
-        sensitivity=np.sqrt(2) / stats.n, noise_multiplier=noise_multiplier,
-    )
-    weights = np.append(noisy_class_weights(released.numpy()[:-1]), 0.0)
-    divisor = torch.as_tensor(np.where(weights > 0, weights, 1.0))[:, None]
-    return weights, divisor
-
-
-def one_pass(rows, n_classes, terms, verbose):
-    """Step 3: the partial sums of every term over the rows (an array or a row source: a
-    Parquet reader, a Dask or Spark DataFrame), merged; no noise yet."""
-    return as_rows(rows).accumulate([t.feature_map for t in terms], n_classes, verbose=verbose)
-
-
-def release_terms(stats, terms, sigmas, divisor, ledger):
-    """One Gaussian release per term of the merged pass ``stats`` -> objectives."""
-    if not terms:
-        return []
-    n = stats.n
-    objectives = []
-    for term, embedding in zip(terms, stats.means()):
-        sensitivity = replace_sensitivity(term.feature_map) / n
-        noisy = ledger.mechanism.release(
-            embedding, name=term.group, description=term.feature_map.describe(),
-            sensitivity=sensitivity, noise_multiplier=sigmas[term.group],
-        )
-        objectives.append(Objective(
-            term.label, term.feature_map,
-            noisy / divisor,  # joint -> class-conditional means (post-processing)
-            weight=term.weight, first_step=term.first_step, last_step=term.last_step,
-            period=term.period, phase=term.phase,
-            noise_std=(sigmas[term.group] * sensitivity) / divisor[:, 0],
-        ))
-    return objectives
-
-
 def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose,
         selection=None):
-    """Steps 1-5 of the algorithm box; returns the fitted ``KMEModel``.
+    """Steps 1-6 of the algorithm box; returns the fitted ``KMEModel``.
 
     ``x``: the encoded rows in the unit box, an array (with ``labels``) or a row source whose
     ``accumulate`` does the one pass (``labels`` None then; see ``engines.accumulate``).
-    ``selection``: a ``PairSelection`` (step 4b), used when there are >= 2 categorical columns
-    in the 'pairs' term.
+    ``selection``: a ``PairSelection``, used when there are >= 2 categorical columns in the
+    'pairs' term.
     """
     n_classes = 1 if target is None else target.width
-    selectable = len(_selectable(terms))
-    selects = selection is not None and selectable > 1 and selection.size(selectable) > 0
+    n_selectable = len(selectable(terms))
+    selects = selection is not None and n_selectable > 1 and selection.size(n_selectable) > 0
+    # 1. the plan
     plan = plan_releases(terms, shares, target is not None,
                          ['selected_pairs'] if selects else ())
     sigmas = ledger.accountant.calibrate(plan)
+    # 2-4. one pass, then the releases
     stats = one_pass(as_rows(x, labels), n_classes, terms, verbose)
     del x
     weights, divisor = release_class_weights(stats, target, ledger, sigmas.get('class_proportions'))
@@ -211,58 +78,10 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
                                         selection, ledger)
     del stats
     releases_done()  # an audit's white-box trial ends here (privacy.recorder); else a no-op
+    # 5-6. training and post-processing
     model = train(blocks, columns, target, weights, objectives, training, rng, verbose)
     model.loss_values.attrs['selected_pairs'] = chosen
     return model
-
-
-def _pairs_index(terms):
-    return next((k for k, t in enumerate(terms) if isinstance(t.feature_map, PairwiseKernelMap)),
-                None)
-
-
-def _selectable(terms):
-    """Names of the categorical columns of the 'pairs' term (public layout)."""
-    k = _pairs_index(terms)
-    return [] if k is None else [b.name for b in terms[k].feature_map.blocks
-                                 if b.kind == 'categorical']
-
-
-def release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas, selection,
-                           ledger):
-    """Step 4b. Choose ``selection.count`` categorical pairs on the released 'pairs' tables
-    (post-processing), release their block of the same exact pass again (a map over K
-    categorical pairs: sensitivity sqrt(2)/n, ``PairwiseKernelMap.replace_bound``), combine each
-    table with its 'pairs' copy by inverse variance (post-processing) and add the matching
-    objective. Returns the chosen pairs."""
-    k = _pairs_index(terms)
-    fmap, pairs = terms[k].feature_map, objectives[k]
-    cell_noise = pairs.noise_std * fmap.n_pairs ** 0.5
-    names = _selectable(terms)
-    scores = pair_scores(fmap, pairs.target, cell_noise, weights, names)
-    chosen = select_pairs(scores, selection.size(len(names)), selection.spanning,
-                          selection.score)
-    sub = fmap.restricted(chosen)
-    n, sigma = stats.n, sigmas['selected_pairs']
-    bound, sub_bound = replace_sensitivity(fmap), replace_sensitivity(sub)
-    noisy = ledger.mechanism.release(
-        fmap.restrict_sums(stats.sums[k] / n, sub), name='selected_pairs',
-        description=(f'{sub.describe()}: the {len(chosen)} categorical pairs most associated in '
-                     "the 'pairs' release, released again"),
-        sensitivity=sub_bound / n, noise_multiplier=sigma,
-        details={'pairs': [f'{a} x {b}' for a, b in sub.pair_names()]},
-    ) / divisor
-    # per-cell noise variances of the two copies of a table (same class divisor for both)
-    var_pairs = (sigmas[terms[k].group] * bound) ** 2 * fmap.n_pairs
-    var_selected = (sigma * sub_bound) ** 2 * sub.n_pairs
-    keep = var_selected / (var_pairs + var_selected) if var_pairs + var_selected > 0 else 0.0
-    combined = keep * fmap.restrict_sums(pairs.target, sub) + (1 - keep) * noisy
-    pairs.target = fmap.replace_pairs(pairs.target, sub, combined)
-    objectives.append(Objective(
-        'Selected pairs', sub, combined, weight=selection.weight,
-        noise_std=(sigma * sub_bound / n) * (1 - keep) ** 0.5 / divisor[:, 0],
-    ))
-    return sub.pair_names()
 
 
 def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, shares, batch,
@@ -310,97 +129,13 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
     return train(blocks, columns, target, weights, objectives, training, rng, verbose)
 
 
-#: linked categorical heads fit the released pair tables cell by cell, noise included: they are
-#: used only while one cell's noise std (in probability units, root mean square over the
-#: trained classes) is at most this. At epsilon = 1: Adult (39,073 rows) 0.010, where links
-#: helped; the 2,530-row hypothyroid table 0.098, where they lost 0.065 of SDMetrics quality.
-#: Which pairs to link is then chosen pair by pair (``link_structure``): linking every narrow
-#: pair passed this test on Census (0.022, 40 columns) and still lost 0.06
-LINK_NOISE_LIMIT = 0.03
-
-
-def pair_cell_noise(objectives, classes):
-    """Std of the release noise in one cell of the 'pairs' tables (a pair's joint class-
-    conditional frequencies), root mean square over ``classes``; None without that release.
-    Public: from the calibrated sigma, n and the released class weights."""
-    for o in objectives:
-        if isinstance(o.feature_map, PairwiseKernelMap) and o.noise_std is not None:
-            std = o.noise_std[torch.as_tensor(classes)] * o.feature_map.n_pairs ** 0.5
-            return float((std ** 2).mean() ** 0.5)
-    return None
-
-
-def selected_links(objectives, weights, names, max_parents, min_ratio=MIN_SIGNAL_RATIO):
-    """({child: parents}, scores): each of the candidate heads ``names`` linked to at most
-    ``max_parents`` earlier ones, chosen on the released 'pairs' tables (``link_structure``)."""
-    pairs = next(o for o in objectives if isinstance(o.feature_map, PairwiseKernelMap))
-    fmap = pairs.feature_map
-    names = [b.name for b in fmap.blocks if b.name in set(names)]  # in the map: layout order
-    cell_noise = pairs.noise_std * fmap.n_pairs ** 0.5
-    scores = pair_scores(fmap, pairs.target, cell_noise, weights, names)
-    return choose_parents(scores, names, max_parents, min_ratio), scores
-
-
 def train(blocks, columns, target, weights, objectives, training, rng, verbose):
-    """Train a fresh generator against the objectives (post-processing of the releases).
-    ``training.category_links`` apply only where the pair tables resolve what they fit
-    (``LINK_NOISE_LIMIT``)."""
-    n_classes = 1 if target is None else target.width
-    noise = pair_cell_noise(objectives, np.flatnonzero(weights > 0))
-    links = training.category_links if noise is not None and noise <= LINK_NOISE_LIMIT else ()
-    scores = None
-    if links and training.max_link_parents:
-        links, scores = selected_links(objectives, weights, links, training.max_link_parents,
-                                       training.link_signal_ratio)
-    with torch.random.fork_rng(devices=[]):  # seed the initial weights, not the user's RNG
-        torch.manual_seed(int(torch.randint(2**62, (1,), generator=rng)))
-        generator = TabularGenerator(
-            blocks, len(columns), n_classes, training.latent_dim, tuple(training.generator_dims),
-            numeric_noise=training.numeric_noise, category_smoothing=training.category_smoothing,
-            category_links=links,
-        )
-    history = train_generator(
-        generator, objectives, np.flatnonzero(weights > 0), training.steps, training.batch_size,
-        training.learning_rate, training.device, rng, verbose=verbose, schedule=training.schedule,
-    )
-    collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
-    history.attrs['pair_cell_noise'] = noise
-    history.attrs['link_scores'] = scores
+    """Steps 5-6: a fresh generator trained against the objectives, then the post-processing
+    ``training`` asks for. Reads only the releases: post-processing, no extra epsilon."""
+    generator, history, collapsed = trained_generator(
+        blocks, columns, target, weights, objectives, training, rng, verbose)
     model = KMEModel(generator, columns, target, weights, history, collapsed)
-    if training.calibration_parents:
-        started = time.perf_counter()
-        history.attrs['calibrated_values'] = calibrate_values(
-            model.generator, objectives, weights, rng, training.calibration_rows)
-        history.attrs['calibrated_pairs'] = calibrate(
-            model.generator, objectives, weights, rng, training.calibration_parents,
-            rows=training.calibration_rows, verbose=verbose, ordered=training.ordered_heads)
-        history.attrs['calibration_seconds'] = time.perf_counter() - started
-    if training.reweight_rows:
-        model.pools = reweighted_pools(model, objectives, training.reweight_rows, rng, verbose)
-    return model
-
-
-def reweighted_pools(model, objectives, rows, rng, verbose=False):
-    """Per class, ``rows`` generated rows and simplex weights that bring their embeddings
-    closest to the released ones (Balog et al.'s reweighting applied to the generator's rows):
-    minimise sum_k weight_k ||sum_g w_g phi_k(g) - target_k,c||^2 over the simplex. Only the
-    fixed releases are used (post-processing, no extra epsilon)."""
-    from sdv_dpkme.engines.reweighting import simplex_weights_for_terms
-
-    fixed = [o for o in objectives if isinstance(o.target, torch.Tensor)]
-    pools = {}
-    classes = np.flatnonzero(model.class_weights > 0)
-    for c in tqdm(classes, desc='Reweighting generated rows', disable=not verbose, leave=False):
-        labels = torch.full((rows,), int(c), dtype=torch.long)
-        with torch.no_grad():
-            x = np.array(model.generator.sample(labels, rng), dtype=np.float64)
-        if model.target is not None:
-            x[:, list(model.target.columns)] = 0.0
-            x[:, model.target.columns[c]] = 1.0
-        terms = [(o.feature_map, o.target[c].double(), o.weight) for o in fixed]
-        weights = simplex_weights_for_terms(x, terms).numpy()
-        pools[int(c)] = (x.astype(np.float32), weights / weights.sum())
-    return pools
+    return post_process(model, objectives, training, rng, verbose)
 
 
 class KMEModel:

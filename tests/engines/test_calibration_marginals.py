@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sdv_dpkme import DPHPSynthesizer
-from sdv_dpkme.engines import calibration, kme
+from sdv_dpkme.engines import calibration, kme_training
 from sdv_dpkme.engines.generator import CategoryGroups, Objective, TabularGenerator
 from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap
 from sdv_dpkme.features.marginal import FourierMarginalMap
@@ -169,7 +169,7 @@ def test_discrete_numbers_are_the_ordered_heads(monkeypatch, integer):
         seen.update(kwargs)
         return []
 
-    monkeypatch.setattr(kme, 'calibrate', spy)
+    monkeypatch.setattr(kme_training, 'calibrate', spy)
     synth = build(DPHPSynthesizer, domain={'columns': {'age': {'integer': integer}}})
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')

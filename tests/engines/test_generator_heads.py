@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sdv_dpkme.engines.generator import TabularGenerator, _lr_factor, train_generator
-from sdv_dpkme.engines.kme import Objective
+from sdv_dpkme.engines.generator import Objective, TabularGenerator, _lr_factor, train_generator
 from sdv_dpkme.features import Block, SumKernelMap
 
 BLOCKS = [Block('c', 'categorical', (0, 1, 2, 3, 4)), Block('x', 'numeric', (5,))]

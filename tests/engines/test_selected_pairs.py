@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from sdv_dpkme.engines import kme
+from sdv_dpkme.engines import kme, kme_pairs
 from sdv_dpkme.engines.kernel_terms import shared_terms
 from sdv_dpkme.engines.link_structure import pair_scores, select_pairs
 from sdv_dpkme.features import Block, PairwiseKernelMap
@@ -110,7 +110,7 @@ def test_the_combined_table_is_closer_to_the_truth_than_the_pairs_release_alone(
 def test_no_selected_release_without_two_categorical_columns_in_the_pairs_term():
     blocks = [BLOCKS[0], BLOCKS[1]]  # one categorical, one numeric
     terms = shared_terms(blocks, None, 1.0, 0.1, 1.0, 10**6)
-    assert kme._selectable(terms) == ['a']
+    assert kme_pairs.selectable(terms) == ['a']
     x = table(500)
     training = kme.Training(3, 64, 1e-2, 4, (8,), 0.0, torch.device('cpu'))
     led = ledger(1.0)

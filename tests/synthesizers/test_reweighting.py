@@ -194,23 +194,23 @@ def test_reweighted_generated_rows_match_the_releases_better(tmp_path):
     import torch
 
     from sdv_dpkme import DPHPSynthesizer
-    from sdv_dpkme.engines import kme
+    from sdv_dpkme.engines import kme_training
 
     captured = []
-    original = kme.reweighted_pools
+    original = kme_training.reweighted_pools
 
     def spy(model, objectives, rows, rng, verbose=False):
         captured.extend(o for o in objectives if isinstance(o.target, torch.Tensor))
         return original(model, objectives, rows, rng, verbose)
 
-    kme.reweighted_pools = spy
+    kme_training.reweighted_pools = spy
     try:
         synth = fit(DPHPSynthesizer(
             make_metadata(), epsilon=10.0, known_min_max_values=BOUNDS,
             known_categories=CATEGORIES, target_column='label', random_state=0,
             reweight_generated_rows=80, **FAST_BY_CLASS['DPHPSynthesizer'][0]), make_table(600))
     finally:
-        kme.reweighted_pools = original
+        kme_training.reweighted_pools = original
     total = {'uniform': 0.0, 'weighted': 0.0}
     for c, (rows, weights) in synth._model.pools.items():
         x = torch.as_tensor(rows, dtype=torch.float64)

@@ -8,7 +8,7 @@ import torch
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme import CollapsedGeneratorWarning
-from sdv_dpkme.engines import kme
+from sdv_dpkme.engines import kme_plan, kme_training
 from sdv_dpkme.engines.generator import TabularGenerator, collapsed_classes
 from sdv_dpkme.features import Block
 from tests.conftest import KME_CLASSES, make_table
@@ -38,7 +38,7 @@ def test_collapsed_classes_flags_a_constant_generator_only_issue21():
 
 
 def test_a_collapsed_fit_warns_with_the_class_name_issue21(kme_cls, monkeypatch):
-    monkeypatch.setattr(kme, 'collapsed_classes', lambda generator, classes: [1])
+    monkeypatch.setattr(kme_training, 'collapsed_classes', lambda generator, classes: [1])
     synth = build(kme_cls, target_column='label')
     with pytest.warns(CollapsedGeneratorWarning, match=r"label = 'yes'.*random_state"):
         synth.fit({'t': make_table()})
@@ -81,13 +81,13 @@ def test_steps_and_batch_size_auto_follow_the_number_of_rows_issue21(kme_cls, mo
     assert [synth._steps(n) for n in (10, 215, 600, 3000, 10**6)] == [
         200, 215, min(600, cap), cap, cap]
     seen = {}
-    original = kme.train_generator
+    original = kme_training.train_generator
 
     def spy(generator, objectives, classes, steps, batch_size, *args, **kwargs):
         seen.update(steps=steps, batch=batch_size)
         return original(generator, objectives, classes, 3, batch_size, *args, **kwargs)
 
-    monkeypatch.setattr(kme, 'train_generator', spy)
+    monkeypatch.setattr(kme_training, 'train_generator', spy)
     synth.fit({'t': make_table(n=300)})
     assert seen == {'steps': 300, 'batch': 300}
 
@@ -108,14 +108,14 @@ def test_class_proportions_all_swamped_by_noise_fall_back_to_uniform():
     # Seen in CI: a tiny table at epsilon 0.5 released every proportion <= 0 and the fit crashed
     # after its budget was spent. Any function of the release is post-processing.
     with pytest.warns(UserWarning, match='sampled uniformly'):
-        weights = kme.noisy_class_weights(np.array([-0.2, 0.0004, -1e-9]))
+        weights = kme_plan.noisy_class_weights(np.array([-0.2, 0.0004, -1e-9]))
     np.testing.assert_allclose(weights, [1 / 3] * 3)
-    np.testing.assert_allclose(kme.noisy_class_weights(np.array([0.3, -0.1, 0.1])), [0.75, 0, 0.25])
+    np.testing.assert_allclose(kme_plan.noisy_class_weights(np.array([0.3, -0.1, 0.1])), [0.75, 0, 0.25])
 
 
 def test_a_fit_whose_class_release_is_all_noise_still_samples_every_class(monkeypatch):
-    original = kme.noisy_class_weights
-    monkeypatch.setattr(kme, 'noisy_class_weights', lambda released: original(-np.abs(released)))
+    original = kme_plan.noisy_class_weights
+    monkeypatch.setattr(kme_plan, 'noisy_class_weights', lambda released: original(-np.abs(released)))
     synth = build(KME_CLASSES[0], target_column='label')
     with pytest.warns(UserWarning, match='sampled uniformly'):
         synth.fit({'t': make_table()})
