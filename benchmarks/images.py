@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sdv_dpkme.images import DPHPImageGenerator, DPKIPScatterNet, DPMERFImageGenerator  # noqa: E402
 from sdv_dpkme.images.data import load_fashion_mnist, load_mnist_full  # noqa: E402
 from sdv_dpkme.engines.kip_moments import GRAM_WEIGHT, RIDGE_PER_EDGE  # noqa: E402
-from sdv_dpkme.images.kip import MOMENTS_NORM_EPS, PAPER_NORM_EPS  # noqa: E402
+from sdv_dpkme.images.distill import MOMENTS_NORM_EPS, PAPER_NORM_EPS  # noqa: E402
 from sdv_dpkme.images.scattering import ScatterNet, group_normalise  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / 'results'

@@ -3,8 +3,8 @@ DP-MERF / DP-HP image generators. All go through the package's ledger, accountan
 ``PrivacyReport``; see docs/images.md."""
 
 from sdv_dpkme.images._inputs import ImageInputError
+from sdv_dpkme.images.distill import DPKIPScatterNet
 from sdv_dpkme.images.generators import DPHPImageGenerator, DPMERFImageGenerator
-from sdv_dpkme.images.kip import DPKIPScatterNet
 from sdv_dpkme.images.scattering import ScatterNet, group_normalise
 
 __all__ = [
