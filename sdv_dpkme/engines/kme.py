@@ -27,28 +27,32 @@ import torch
 from sdv_dpkme.engines.accumulate import ArrayRows, as_rows
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.generator import Objective
-from sdv_dpkme.engines.kme_pairs import (  # noqa: F401 (LINK_NOISE_LIMIT: the engine's API)
+from sdv_dpkme.engines.kme_pairs import (
     LINK_NOISE_LIMIT,
     PairSelection,
     release_selected_pairs,
     selectable,
 )
 from sdv_dpkme.engines.kme_plan import (
-    KernelTerm,  # noqa: F401 (the engine's API)
+    KernelTerm,
     one_pass,
     plan_releases,
     release_class_weights,
     release_terms,
 )
-from sdv_dpkme.engines.kme_training import (  # noqa: F401 (Training: the engine's API)
+from sdv_dpkme.engines.kme_training import (
     Training,
     post_process,
     trained_generator,
 )
-from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO  # noqa: F401 (the engine's API)
+from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
 from sdv_dpkme.features import replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 from sdv_dpkme.privacy.recorder import releases_done
+
+# the engine's API (the synthesizers and image generators use these names from here)
+__all__ = ['KMEModel', 'KernelTerm', 'LINK_NOISE_LIMIT', 'MIN_SIGNAL_RATIO', 'PairSelection',
+           'Training', 'fit', 'fit_minibatch', 'train']
 
 
 def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose,

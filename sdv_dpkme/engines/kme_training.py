@@ -18,7 +18,7 @@ from sdv_dpkme.engines.calibration import ROWS, calibrate, calibrate_values
 from sdv_dpkme.engines.generator import TabularGenerator, collapsed_classes, train_generator
 from sdv_dpkme.engines.kme_pairs import links_to_use
 from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
-from sdv_dpkme.engines.reweighting import simplex_weights_for_terms
+from sdv_dpkme.engines.simplex_weights import simplex_weights_for_terms
 
 
 @dataclass

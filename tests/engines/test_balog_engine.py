@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from sdv_dpkme.engines import reweighting as rw
+from sdv_dpkme.engines import simplex_weights as sw
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import Ledger
 
@@ -128,9 +129,9 @@ def test_projections_are_exact():
     rng = np.random.default_rng(0)
     for _ in range(20):
         v = torch.as_tensor(rng.normal(0, 2, 12))
-        p = rw.project_simplex(v)
+        p = sw.project_simplex(v)
         assert float(p.min()) >= 0 and float(p.sum()) == pytest.approx(1.0)
-        q = rw.project_l1_ball(v, 1.5)
+        q = sw.project_l1_ball(v, 1.5)
         assert float(q.abs().sum()) <= 1.5 + 1e-12
         # optimality of a projection onto a convex set: <v - p, u - p> <= 0 for all u in it
         for _ in range(50):
@@ -140,7 +141,7 @@ def test_projections_are_exact():
             u = u / u.abs().sum() * 1.5 * rng.random()
             assert float((v - q) @ (u - q)) <= 1e-9
     inside = torch.tensor([0.2, -0.3, 0.1])
-    assert torch.equal(rw.project_l1_ball(inside, 1.0), inside)
+    assert torch.equal(sw.project_l1_ball(inside, 1.0), inside)
 
 
 def test_weights_respect_the_l1_bound_and_minimise_over_it():
@@ -149,9 +150,9 @@ def test_weights_respect_the_l1_bound_and_minimise_over_it():
     basis = rw.public_basis(_balog_kernel(), z)
     beta = rw.mean_features(basis, x) + torch.as_tensor(np.random.default_rng(5).normal(0, 0.05,
                                                                                        basis.dim))
-    phi_z = rw.features_of(basis, z)
-    free, probabilities = rw.embedding_weights(phi_z, beta)
-    bounded, _ = rw.embedding_weights(phi_z, beta, l1_bound=1.0)
+    phi_z = sw.features_of(basis, z)
+    free, probabilities = sw.embedding_weights(phi_z, beta)
+    bounded, _ = sw.embedding_weights(phi_z, beta, l1_bound=1.0)
     assert float(free.abs().sum()) > 1.0  # the noise pushes the free weights out of the ball
     assert float(bounded.abs().sum()) <= 1.0 + 1e-9
     assert float(probabilities.min()) >= 0 and float(probabilities.sum()) == pytest.approx(1.0)
@@ -173,7 +174,7 @@ def test_min_norm_weights_are_a_transpose_beta_when_the_rows_are_the_landmarks()
     z = _mixture(40, np.random.default_rng(7))
     basis = rw.public_basis(_balog_kernel(), z, tolerance=1e-6)
     beta = torch.as_tensor(np.random.default_rng(8).normal(0, 0.1, basis.dim))
-    w = rw.min_norm_weights(rw.features_of(basis, z), beta)
+    w = sw.min_norm_weights(sw.features_of(basis, z), beta)
     assert torch.allclose(w, basis.transform.T @ beta, atol=1e-6)
 
 

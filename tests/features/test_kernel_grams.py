@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from sdv_dpkme.engines import reweighting
+from sdv_dpkme.engines import simplex_weights
 from sdv_dpkme.features import (
     Block,
     FourierMarginalMap,
@@ -71,10 +71,10 @@ def _materialised_weights(points, terms):
     gram = torch.zeros(len(points), len(points), dtype=torch.float64)
     linear = torch.zeros(len(points), dtype=torch.float64)
     for fmap, target, weight in terms:
-        phi = reweighting.features_of(fmap, points)
+        phi = simplex_weights.features_of(fmap, points)
         gram += weight * phi @ phi.T
         linear += weight * phi @ target
-    return reweighting.quadratic_simplex(gram, linear)
+    return simplex_weights.quadratic_simplex(gram, linear)
 
 
 def test_reweighting_matches_the_materialised_features_and_never_builds_the_pair_features(
@@ -91,7 +91,7 @@ def test_reweighting_matches_the_materialised_features_and_never_builds_the_pair
 
     # the pair map's dense phi has dim = sum of W_i W_j columns per row; the weights need none
     monkeypatch.setattr(PairwiseKernelMap, '__call__', refuse)
-    got = reweighting.simplex_weights_for_terms(points, terms)
+    got = simplex_weights.simplex_weights_for_terms(points, terms)
     torch.testing.assert_close(got, expected, rtol=1e-8, atol=1e-10)
     assert abs(float(got.sum()) - 1) < 1e-9 and float(got.min()) >= 0
 
@@ -124,8 +124,8 @@ def test_simplex_solve_bounds_its_step_without_an_eigendecomposition(monkeypatch
     # the step size comes from ||G||_F: O(m^2), not eigvalsh's O(m^3) (3 s of the 6 s solve at
     # m = 4000 before)
     monkeypatch.setattr(torch.linalg, 'eigvalsh', refuse)
-    w = reweighting.quadratic_simplex(gram, linear)
-    long = reweighting.quadratic_simplex(gram, linear, iterations=5000)
+    w = simplex_weights.quadratic_simplex(gram, linear)
+    long = simplex_weights.quadratic_simplex(gram, linear, iterations=5000)
 
     def objective(v):
         return float(v @ gram @ v - 2 * v @ linear)
