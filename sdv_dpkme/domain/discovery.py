@@ -20,8 +20,9 @@ Post-processing (costs nothing):
 
 Three steps, so a distributed fit runs the same code (sdv_dpkme.scale): (a) ``DiscoveryCounter``
 counts a chunk of rows; (b) partial ``DiscoveryCounts`` merge by ``+`` (exact integers; the
-engine's reduce); (c) ``discover`` adds the noise once to the merged counts, in a canonical key
-order, and thresholds. In memory, (a) runs on the whole table as one chunk.
+engine's reduce) (both in ``discovery_counts``); (c) ``discover`` adds the noise once to the
+merged counts, in a canonical key order, and thresholds. In memory, (a) runs on the whole table
+as one chunk. What the curator is told, and the refusals: ``discovery_messages``.
 
 Before the release: a table with fewer rows than a column's threshold is refused (n and the
 thresholds are public), so a hopeless discovery spends nothing.
@@ -45,6 +46,23 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import norm
 
+from sdv_dpkme.domain.discovery_counts import (
+    DATETIME_EDGES,
+    NULL,
+    NUMERIC_EDGES,
+    DiscoveryCounter,
+    count_vector,
+    grid_for,
+    sensitivity,
+)
+from sdv_dpkme.domain.discovery_messages import (
+    DomainDiscoveryWarning,
+    check_usable,
+    hopeless_message,
+    show_cut,
+    show_value,
+    warn_discovered,
+)
 from sdv_dpkme.domain.spec import (
     DETECTION_HINT,
     MAX_DISCRETE_VALUES,
@@ -54,7 +72,6 @@ from sdv_dpkme.domain.spec import (
     fits_discrete,
     sdtype_hint,
 )
-from sdv_dpkme.domain.transformers import to_numbers, to_timestamps_ns
 
 # Share of delta reserved for the category threshold (only when a categorical column is discovered).
 DELTA_SHARE = 0.1
@@ -62,29 +79,10 @@ DELTA_SHARE = 0.1
 FALSE_BIN_RATE = 1e-3
 NAME = 'domain_discovery'
 
-
-def _numeric_edges(mantissas=('1', '1.5', '2', '3', '5', '7'), decades=range(-6, 16)):
-    # decimal strings keep the edges exact (0.3, not 0.30000000000000004)
-    positive = sorted(float(f'{m}e{j}') for j in decades for m in mantissas)
-    return np.array([-x for x in reversed(positive)] + [0.0] + positive)
-
-
-def _datetime_edges():
-    years = pd.date_range('1700-01-01', '2250-01-01', freq='YS')
-    quarters = pd.date_range('1950-01-01', '2050-01-01', freq='QS')
-    return np.unique(np.concatenate([years.asi8, quarters.asi8])).astype(float)
-
-
-# Public grids: 0, +-{1, 1.5, 2, 3, 5, 7} x 10^j for j = -6..15 (consecutive edges within a factor
-# <= 1.67, so a tail of the distribution spans few bins), and year starts 1700-2250 refined to
-# quarter starts 1950-2049 for datetimes (nanoseconds; months would spread a small table's rows
-# too thin to clear the noise). Each also has a -inf and a +inf end bin.
-NUMERIC_EDGES = _numeric_edges()
-DATETIME_EDGES = _datetime_edges()
-
-
-def grid_for(domain):
-    return DATETIME_EDGES if domain.sdtype == 'datetime' else NUMERIC_EDGES
+# the discovery API other modules use from here
+__all__ = ['DATETIME_EDGES', 'NAME', 'NUMERIC_EDGES', 'Discovery', 'DiscoveryCounter',
+           'DomainDiscoveryWarning', 'category_threshold', 'check_usable', 'count_vector',
+           'discover', 'numeric_threshold', 'sensitivity', 'warn_discovered']
 
 
 # ------------------------------------------------------------------------------ thresholds
@@ -122,129 +120,6 @@ def category_threshold(noise_std, delta_threshold, n_columns):
 
     high = 1 + noise_std * (norm.isf(target / 2) + 1)
     return float(brentq(excess, 1.0, high, xtol=1e-10 * max(1.0, high)))
-
-
-# ------------------------------------------------------------------------------- histogram
-def _codes(data, domain):
-    """Bin index of every row of a numeric column (0 = -inf end bin), null rows = -1."""
-    if domain.sdtype == 'datetime':
-        values = to_timestamps_ns(data, domain.name, domain.datetime_format)
-    else:
-        values = to_numbers(data, domain.name)
-    null = np.isnan(values)
-    codes = np.searchsorted(grid_for(domain), np.where(null, 0.0, values), side='right')
-    codes[null] = -1
-    return codes
-
-
-NULL = ('null',)
-
-
-def _value_order(value):
-    """Sort key of a category value: that of ``ColumnDomain.categories``, with ``repr`` to break
-    ties, so the order never depends on which chunk saw a value first."""
-    return type(value).__name__, str(value), repr(value)
-
-
-@dataclass
-class DiscoveryCounts:
-    """Exact counts of some rows for the columns to discover. PRIVATE: they only ever reach
-    the one noisy release in ``discover`` (never a log, a warning or the fitted object).
-
-    Partial counts of disjoint chunks merge by ``+`` (exact integer sums: associative and
-    commutative), so one chunk of the whole table, Parquet batches, Dask or Spark partitions give
-    the same counts. ``values[column]`` maps each value present to ``(representative, count)``:
-    equal values of different types (1 and 1.0 from partitions with different dtypes) merge as
-    pandas would, and keep the representative that sorts first, whatever the merge order.
-    """
-
-    n: int
-    bins: dict  # numeric column -> int64 count per bin of its public grid (data-independent length)
-    values: dict  # categorical column -> {value: (representative, count)}
-    nulls: dict  # column -> null count
-
-    def __add__(self, other):
-        if (list(self.bins) != list(other.bins) or list(self.values) != list(other.values)
-                or any(self.bins[c].shape != other.bins[c].shape for c in self.bins)):
-            raise ValueError('cannot merge discovery counts of different columns')
-        values = {}
-        for column, mine in self.values.items():
-            merged = dict(mine)
-            for value, (rep, count) in other.values[column].items():
-                if value in merged:
-                    old_rep, old_count = merged[value]
-                    rep = min(old_rep, rep, key=_value_order)
-                    count += old_count
-                merged[value] = (rep, count)
-            values[column] = merged
-        return DiscoveryCounts(
-            self.n + other.n, {c: b + other.bins[c] for c, b in self.bins.items()}, values,
-            {c: k + other.nulls[c] for c, k in self.nulls.items()},
-        )
-
-    def entries(self, columns):
-        """``[((column, key), count), ...]`` in a canonical order (grid order, values sorted,
-        null last per column): it does not depend on how the rows were split or ordered, so the
-        same noise draw lands on the same key on every path."""
-        out = []
-        for column in columns:
-            if column in self.bins:
-                out += [((column, ('bin', i)), int(c)) for i, c in enumerate(self.bins[column])]
-            else:
-                reps = sorted(self.values[column].values(), key=lambda item: _value_order(item[0]))
-                out += [((column, ('value', rep)), int(count)) for rep, count in reps]
-            out.append(((column, NULL), int(self.nulls[column])))
-        return out
-
-
-class DiscoveryCounter:
-    """Step (a) of discovery, per chunk of rows: a pandas frame -> its ``DiscoveryCounts``.
-
-    Holds only public facts (the undeclared columns' sdtypes and formats; the grids are module
-    constants), so it is pickled to the workers of a distributed fit; it keeps no state between
-    chunks, so a retried task recomputes the same counts.
-    """
-
-    def __init__(self, undeclared):
-        self.domains = dict(undeclared)
-        self.columns = list(undeclared)
-
-    def __call__(self, frame):
-        bins, values, nulls = {}, {}, {}
-        for column, domain in self.domains.items():
-            data = frame[column]
-            if domain.is_numeric:
-                codes = _codes(data, domain)
-                n_bins = len(grid_for(domain)) + 1
-                bins[column] = np.bincount(codes[codes >= 0], minlength=n_bins).astype(np.int64)
-                nulls[column] = int((codes < 0).sum())
-            else:
-                series = pd.Series(np.asarray(data, dtype=object))
-                present = series.value_counts(dropna=True, sort=False)
-                values[column] = {v: (v, int(c)) for v, c in present.items()}
-                nulls[column] = int(series.isna().sum())
-        return DiscoveryCounts(len(frame), bins, values, nulls)
-
-
-def column_counts(data, domain):
-    """Exact counts of one column: ``[(key, count), ...]``. PRIVATE: only ever released noised.
-
-    Keys: ``('bin', i)`` for every bin of a numeric column's grid (all of them, data-independent),
-    ``('value', v)`` for each value present in a categorical column, and ``NULL``.
-    """
-    frame = pd.DataFrame({domain.name: data})
-    counts = DiscoveryCounter({domain.name: domain})(frame)
-    return [(key, count) for (_, key), count in counts.entries([domain.name])]
-
-
-def count_vector(table, domains):
-    """``{(column, key): count}`` over all columns to discover; each row adds k ones."""
-    return dict(DiscoveryCounter(domains)(table).entries(list(domains)))
-
-
-def sensitivity(n_columns):
-    """L2 sensitivity of the concatenated histograms under replace-one adjacency."""
-    return math.sqrt(2 * n_columns)
 
 
 # -------------------------------------------------------------------------------- discovery
@@ -340,7 +215,7 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
     if hopeless:  # even a value held by every row would fail: refuse before spending anything
         if reservation is not None:
             accountant.reserved.remove(reservation)
-        raise DomainError(_hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat,
+        raise DomainError(hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat,
                                             noise_std, budget_share))
 
     counter = DiscoveryCounter({c: undeclared[c] for c in columns})
@@ -433,9 +308,9 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
                     if key != NULL and _bin_inside(key[1], edges, dom.low, dom.high)]
             cut[column] = _cut_share(kept, null_count, n_rows, noise_std)
             summary[column] = (
-                f'[{_show(dom.low, dom)}, {_show(dom.high, dom)}]'
+                f'[{show_value(dom.low, dom)}, {show_value(dom.high, dom)}]'
                 + (', nullable' if dom.nullable else '')
-                + f'; {_show_cut(cut[column])} outside, clipped'
+                + f'; {show_cut(cut[column])} outside, clipped'
             )
         else:
             released = [key[1] for key, v in entries if key != NULL and v >= t_cat]
@@ -451,7 +326,7 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
             cut[column] = _cut_share(kept, null_count, n_rows, noise_std)
             summary[column] = (
                 f'{len(released)} categories' + (', nullable' if dom.nullable else '')
-                + f'; {_show_cut(cut[column])} hold other values (out-of-domain bucket)'
+                + f'; {show_cut(cut[column])} hold other values (out-of-domain bucket)'
             )
         domains[column] = dom
     if failures:
@@ -465,26 +340,6 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
         )
     return Discovery(domains=domains, release=accountant.releases[-1], reservation=reservation,
                      summary=summary, cut=cut)
-
-
-def _hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat, noise_std, budget_share):
-    lines = []
-    for column in hopeless:
-        dom = undeclared[column]
-        if dom.is_numeric:
-            lines.append(f"  - '{column}' ({dom.sdtype}): a bin of the public grid needs "
-                         f'{t_num[column]:.0f} rows')
-        else:
-            lines.append(f"  - '{column}' ({dom.sdtype}): a value needs {t_cat:.0f} rows"
-                         + sdtype_hint(column))
-    return (
-        f'The table has {n_rows} rows, too few to discover these domains under DP (the noise '
-        f'std is {noise_std:.0f} rows with domain_budget_share={budget_share:g} over '
-        f'{len(undeclared)} column(s)):\n' + '\n'.join(lines)
-        + '\nNothing was spent. Declare their domains from public knowledge (docs/domains.md): '
-        + TEMPLATE_HINT + ' ' + DETECTION_HINT
-        + ' Or discover fewer columns, or raise epsilon or domain_budget_share.'
-    )
 
 
 def _bin_inside(index, edges, low, high):
@@ -502,92 +357,9 @@ def _cut_share(kept, null_count, n_rows, noise_std):
     return min(max(share, 0.0), 1.0), std
 
 
-# A discovered domain estimated to cut more than this share of the rows is pointed out.
-CUT_WARNING = 0.05
-
-
-def _show_cut(cut):
-    share, std = cut
-    return f'about {share:.0%} of rows (noise std {std:.0%})' if std else f'{share:.1%} of rows'
-
-
 def _gaussian_epsilon(sigma, delta):
     from sdv_dpkme.privacy._autodp import gaussian_epsilon
 
     return gaussian_epsilon(sigma, delta)
 
 
-def _show(value, domain):
-    if domain.sdtype == 'datetime':
-        return str(pd.Timestamp(int(value)))
-    return f'{value:g}'
-
-
-def warn_discovered(discovery):
-    """Tell the curator which columns were discovered, at what cost, and what came out."""
-    d = discovery.release.details
-    lines = [f"  - '{column}': {text}" for column, text in discovery.summary.items()]
-    extra = ''
-    if d['category_threshold_rows'] is not None:
-        extra = (
-            f' A category is released only if about {d["category_threshold_rows"]:.0f} or more '
-            'rows hold it; rarer values go to the out-of-domain bucket.'
-        )
-    cut = getattr(discovery, 'cut', {})  # absent from synthesizers saved before issue 21
-    cutting = [c for c, (share, _) in cut.items() if share > CUT_WARNING]
-    if cutting:
-        extra += (
-            f'\nThe discovered domains of {cutting} are estimated to cut more than '
-            f'{CUT_WARNING:.0%} of their rows (from the same noisy release, so each estimate has '
-            'the noise std shown): declare them, or raise epsilon or domain_budget_share.'
-        )
-    warnings.warn(
-        f'{len(d["columns"])} column(s) had no declared public domain and were discovered under '
-        f'differential privacy with domain_budget_share={d["budget_share"]:g} of the budget '
-        f'(that release alone: epsilon={d["epsilon_alone"]:.3g}, '
-        f'delta={d["delta_alone"]:.3g}):\n' + '\n'.join(lines) + '\n' + extra.strip()
-        + '\nDeclare these domains (docs/domains.md) to spend nothing on them.',
-        DomainDiscoveryWarning,
-        stacklevel=3,
-    )
-
-
-class DomainDiscoveryWarning(UserWarning):
-    """Some columns' domains are being estimated under DP (a share of the budget is spent)."""
-
-
-def check_usable(discovery, target=None):
-    """Refuse discovered category lists that make a column constant in every synthetic row.
-
-    A target needs 2 classes, and a flag whose rare value fell under the threshold keeps one
-    value: both come out constant, so the fit stops and says what to declare (the discovery
-    release is already spent). Everything said here is an output of that release.
-    """
-    problems = []
-    for column, dom in discovery.domains.items():
-        if dom.is_numeric or len(dom.categories) >= 2:
-            continue
-        (value,) = dom.categories
-        role = ' (the target_column: it needs 2 classes or more)' if column == target else ''
-        cut = discovery.cut.get(column)
-        other = f' ({_show_cut(cut)} hold other values)' if cut else ''
-        if isinstance(value, (bool, np.bool_)):
-            fix = (f"If it is a True/False flag, give it sdtype 'boolean' in the metadata (its "
-                   f"domain [False, True] is public); else declare known_categories="
-                   f"{{'{column}': [{value!r}, ...]}}.")
-        elif isinstance(value, (int, float, np.integer, np.floating)):
-            fix = (f"If it holds numbers, give it sdtype 'numerical' and declare "
-                   f"known_min_max_values={{'{column}': (low, high)}}; else declare "
-                   f"known_categories={{'{column}': [{value!r}, ...]}}.")
-        else:
-            fix = f"Declare its categories: known_categories={{'{column}': [{value!r}, ...]}}."
-        problems.append(f"  - '{column}'{role}: discovery released only {value!r}{other}, so "
-                        f'every synthetic row would hold it. {fix}')
-    if problems:
-        t_cat = discovery.release.details['category_threshold_rows']
-        raise DomainError(
-            'Private domain discovery left these columns with a single category (a value is '
-            f'released only if about {t_cat:.0f} or more rows hold it):\n' + '\n'.join(problems)
-            + '\nThe discovery budget of this fit is spent. Declare these columns (docs/'
-            'domains.md), or raise epsilon or domain_budget_share. ' + TEMPLATE_HINT
-        )

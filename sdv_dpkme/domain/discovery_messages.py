@@ -1,0 +1,117 @@
+"""What private domain discovery tells the curator, and the refusal of unusable outcomes.
+
+Every message quotes only public facts (n, thresholds, the budget) or outputs of the discovery
+release; none quotes a private value.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from sdv_dpkme.domain.spec import DETECTION_HINT, TEMPLATE_HINT, DomainError, sdtype_hint
+
+
+def hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat, noise_std, budget_share):
+    lines = []
+    for column in hopeless:
+        dom = undeclared[column]
+        if dom.is_numeric:
+            lines.append(f"  - '{column}' ({dom.sdtype}): a bin of the public grid needs "
+                         f'{t_num[column]:.0f} rows')
+        else:
+            lines.append(f"  - '{column}' ({dom.sdtype}): a value needs {t_cat:.0f} rows"
+                         + sdtype_hint(column))
+    return (
+        f'The table has {n_rows} rows, too few to discover these domains under DP (the noise '
+        f'std is {noise_std:.0f} rows with domain_budget_share={budget_share:g} over '
+        f'{len(undeclared)} column(s)):\n' + '\n'.join(lines)
+        + '\nNothing was spent. Declare their domains from public knowledge (docs/domains.md): '
+        + TEMPLATE_HINT + ' ' + DETECTION_HINT
+        + ' Or discover fewer columns, or raise epsilon or domain_budget_share.'
+    )
+
+
+# A discovered domain estimated to cut more than this share of the rows is pointed out.
+CUT_WARNING = 0.05
+
+
+def show_cut(cut):
+    share, std = cut
+    return f'about {share:.0%} of rows (noise std {std:.0%})' if std else f'{share:.1%} of rows'
+
+
+def show_value(value, domain):
+    if domain.sdtype == 'datetime':
+        return str(pd.Timestamp(int(value)))
+    return f'{value:g}'
+
+
+def warn_discovered(discovery):
+    """Tell the curator which columns were discovered, at what cost, and what came out."""
+    d = discovery.release.details
+    lines = [f"  - '{column}': {text}" for column, text in discovery.summary.items()]
+    extra = ''
+    if d['category_threshold_rows'] is not None:
+        extra = (
+            f' A category is released only if about {d["category_threshold_rows"]:.0f} or more '
+            'rows hold it; rarer values go to the out-of-domain bucket.'
+        )
+    cut = getattr(discovery, 'cut', {})  # absent from synthesizers saved before issue 21
+    cutting = [c for c, (share, _) in cut.items() if share > CUT_WARNING]
+    if cutting:
+        extra += (
+            f'\nThe discovered domains of {cutting} are estimated to cut more than '
+            f'{CUT_WARNING:.0%} of their rows (from the same noisy release, so each estimate has '
+            'the noise std shown): declare them, or raise epsilon or domain_budget_share.'
+        )
+    warnings.warn(
+        f'{len(d["columns"])} column(s) had no declared public domain and were discovered under '
+        f'differential privacy with domain_budget_share={d["budget_share"]:g} of the budget '
+        f'(that release alone: epsilon={d["epsilon_alone"]:.3g}, '
+        f'delta={d["delta_alone"]:.3g}):\n' + '\n'.join(lines) + '\n' + extra.strip()
+        + '\nDeclare these domains (docs/domains.md) to spend nothing on them.',
+        DomainDiscoveryWarning,
+        stacklevel=3,
+    )
+
+
+class DomainDiscoveryWarning(UserWarning):
+    """Some columns' domains are being estimated under DP (a share of the budget is spent)."""
+
+
+def check_usable(discovery, target=None):
+    """Refuse discovered category lists that make a column constant in every synthetic row.
+
+    A target needs 2 classes, and a flag whose rare value fell under the threshold keeps one
+    value: both come out constant, so the fit stops and says what to declare (the discovery
+    release is already spent). Everything said here is an output of that release.
+    """
+    problems = []
+    for column, dom in discovery.domains.items():
+        if dom.is_numeric or len(dom.categories) >= 2:
+            continue
+        (value,) = dom.categories
+        role = ' (the target_column: it needs 2 classes or more)' if column == target else ''
+        cut = discovery.cut.get(column)
+        other = f' ({show_cut(cut)} hold other values)' if cut else ''
+        if isinstance(value, (bool, np.bool_)):
+            fix = (f"If it is a True/False flag, give it sdtype 'boolean' in the metadata (its "
+                   f"domain [False, True] is public); else declare known_categories="
+                   f"{{'{column}': [{value!r}, ...]}}.")
+        elif isinstance(value, (int, float, np.integer, np.floating)):
+            fix = (f"If it holds numbers, give it sdtype 'numerical' and declare "
+                   f"known_min_max_values={{'{column}': (low, high)}}; else declare "
+                   f"known_categories={{'{column}': [{value!r}, ...]}}.")
+        else:
+            fix = f"Declare its categories: known_categories={{'{column}': [{value!r}, ...]}}."
+        problems.append(f"  - '{column}'{role}: discovery released only {value!r}{other}, so "
+                        f'every synthetic row would hold it. {fix}')
+    if problems:
+        t_cat = discovery.release.details['category_threshold_rows']
+        raise DomainError(
+            'Private domain discovery left these columns with a single category (a value is '
+            f'released only if about {t_cat:.0f} or more rows hold it):\n' + '\n'.join(problems)
+            + '\nThe discovery budget of this fit is spent. Declare these columns (docs/'
+            'domains.md), or raise epsilon or domain_budget_share. ' + TEMPLATE_HINT
+        )
