@@ -63,15 +63,9 @@ from sdv_dpkme.domain.discovery_messages import (
     show_value,
     warn_discovered,
 )
-from sdv_dpkme.domain.spec import (
-    DETECTION_HINT,
-    MAX_DISCRETE_VALUES,
-    TEMPLATE_HINT,
-    ColumnDomain,
-    DomainError,
-    fits_discrete,
-    sdtype_hint,
-)
+from sdv_dpkme.domain.hints import DETECTION_HINT, TEMPLATE_HINT, sdtype_hint
+from sdv_dpkme.domain.scales import MAX_DISCRETE_VALUES, fits_discrete
+from sdv_dpkme.domain.spec import ColumnDomain, DomainError
 
 # Share of delta reserved for the category threshold (only when a categorical column is discovered).
 DELTA_SHARE = 0.1

@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from sdv_dpkme.domain.spec import DETECTION_HINT, TEMPLATE_HINT, DomainError, sdtype_hint
+from sdv_dpkme.domain.hints import DETECTION_HINT, TEMPLATE_HINT, sdtype_hint
+from sdv_dpkme.domain.spec import DomainError
 
 
 def hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat, noise_std, budget_share):

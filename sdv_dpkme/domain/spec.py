@@ -11,12 +11,20 @@ to private discovery (``sdv_dpkme.domain.discovery``).
 import json
 import math
 import os
-import re
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from sdv_dpkme.domain.hints import missing_domain_message, sdtype_hint
+from sdv_dpkme.domain.scales import (  # noqa: F401 (is_discrete: read by the synthesizers here)
+    MAX_DISCRETE_VALUES,
+    SCALES,
+    default_scale,
+    fits_discrete,
+    is_discrete,
+)
 
 MODELLED = ('numerical', 'datetime', 'categorical', 'boolean', 'ordinal')
 # Metadata keys that SDV fills from the data; they are dropped unless the metadata is public.
@@ -45,59 +53,6 @@ SPEC_TOP_KEYS = {
 
 class DomainError(ValueError):
     """A column lacks a public domain, or a declared domain is invalid."""
-
-
-#: encodings of a numerical column: [0, 1] linear or log, or one-hot over its integer values
-SCALES = ('linear', 'log', 'discrete')
-#: most values an integer column may take to be modelled as discrete (one-hot)
-MAX_DISCRETE_VALUES = 256
-
-
-def discrete_bounds(low, high):
-    """Integer bounds with at most MAX_DISCRETE_VALUES integers between them."""
-    low, high = float(low), float(high)
-    return low.is_integer() and high.is_integer() and high - low + 1 <= MAX_DISCRETE_VALUES
-
-
-def fits_discrete(domain):
-    """An integer numerical column whose bounds are ``discrete_bounds``."""
-    return (domain.sdtype == 'numerical' and bool(domain.integer)
-            and discrete_bounds(domain.low, domain.high))
-
-
-#: default encoding rule (docs/domains.md, "Default encoding"): a numerical column whose scale
-#: is not declared gets one chosen from its declared domain alone, never from rows.
-#: An integer column with at most this many values is one-hot ('discrete'): its spikes (40 hours,
-#: one educational-num per degree) are 0.01 or more apart on [0, 1], at or above the marginal
-#: kernels' length, so a continuous encoding blurs exactly the values that carry the mass.
-DEFAULT_DISCRETE_VALUES = 100
-#: Non-negative bounds whose high is this many times the low (or 1) get a log scale: money and
-#: counts spanning orders of magnitude, where 0 and 100 sit 0.001 apart on the linear scale.
-DEFAULT_LOG_RATIO = 1000
-
-
-def default_scale(domain):
-    """The encoding of a numerical column with declared bounds and no declared scale.
-
-    Reads only public facts of ``domain``: its bounds (span, sign), whether it was declared
-    integer, and how many integer values the bounds hold. No row is read, so the choice costs no
-    budget and is the same for every table with the same declaration.
-    """
-    if domain.sdtype != 'numerical' or domain.low is None:
-        return None
-    if (domain.integer and discrete_bounds(domain.low, domain.high)
-            and domain.high - domain.low + 1 <= DEFAULT_DISCRETE_VALUES):
-        return 'discrete'
-    if domain.low >= 0 and domain.high >= DEFAULT_LOG_RATIO * max(domain.low, 1.0):
-        return 'log'
-    return 'linear'
-
-
-def is_discrete(domain):
-    """Whether a numerical column is modelled one-hot over its integer values: only when its
-    declared scale says 'discrete' (a public modelling choice) and the bounds allow it."""
-    return (domain.sdtype == 'numerical' and domain.low is not None
-            and domain.scale == 'discrete' and fits_discrete(domain))
 
 
 @dataclass
@@ -488,62 +443,6 @@ def _check_kind(column, sdtype, facts):
                 f'{cats!r}. If it holds other values (e.g. \'f\'/\'t\' or \'yes\'/\'no\'), '
                 "set its sdtype to 'categorical' in the metadata and keep known_categories."
             )
-
-
-# Words of a column name that suggest personal data; SDV's detection misses these and types the
-# column categorical, which discovery cannot learn (every value is rare) and should not.
-PII_WORDS = {
-    'name': 'name', 'fullname': 'name', 'firstname': 'first_name', 'lastname': 'last_name',
-    'surname': 'last_name', 'phone': 'phone_number', 'phonenumber': 'phone_number',
-    'mobile': 'phone_number', 'telephone': 'phone_number', 'email': 'email', 'mail': 'email',
-    'address': 'address', 'street': 'street_address', 'ssn': 'ssn',
-}
-
-
-def pii_sdtype(column):
-    """A PII sdtype suggested by the column's name alone (public), or None."""
-    spaced = re.sub(r'([a-z0-9])([A-Z])', r'\1 \2', str(column))
-    words = [w for w in re.split(r'[^a-z0-9]+', spaced.lower()) if w]
-    pairs = [a + b for a, b in zip(words, words[1:])]
-    # the most specific match first: 'first_name' before 'name'
-    return next((PII_WORDS[w] for w in [''.join(words), *pairs, *words] if w in PII_WORDS), None)
-
-
-def sdtype_hint(column):
-    """Advice for a categorical column whose name suggests personal data ('' otherwise)."""
-    sdtype = pii_sdtype(column)
-    if sdtype is None:
-        return ''
-    return (f"; its name suggests personal data: if so, give it sdtype '{sdtype}' in the "
-            'metadata (then faked, never modelled)')
-
-
-#: where the error messages send the user to write a spec from scratch
-TEMPLATE_HINT = (
-    'sdv_dpkme.domain.domain_template(metadata) writes a spec skeleton from the metadata alone, '
-    'with a placeholder for every fact to declare.'
-)
-#: how detected metadata goes wrong, and the fix (the sdtype, not a category list)
-DETECTION_HINT = (
-    "Metadata from detect_from_dataframes often mistypes columns: True/False columns as "
-    "'categorical' (set sdtype 'boolean': its domain [False, True] is public), integer columns "
-    "with few values as 'ordinal' or 'categorical' (set 'numerical' and declare bounds), names "
-    "and phone numbers as 'categorical' (set their PII sdtype, e.g. 'name', 'phone_number': they "
-    'are then faked, never modelled).'
-)
-
-
-def missing_domain_message(hints):
-    return (
-        'These columns have no public domain. Declare each from public knowledge (never '
-        'from the private data):\n'
-        + '\n'.join(hints)
-        + '\nor in one domain spec (domain={"columns": {...}}, see docs/domains.md), or pass '
-        'metadata_is_public=True if the metadata ranges were written from public knowledge, '
-        'not detected from the data; or let the synthesizer discover them under differential '
-        'privacy with domain_budget_share > 0 (it spends that share of the budget). '
-        + TEMPLATE_HINT + ' ' + DETECTION_HINT
-    )
 
 
 def build_domains(columns_metadata, known_min_max_values, known_categories, metadata_is_public,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from rdt.transformers.base import BaseTransformer
 
-from sdv_dpkme.domain.spec import MAX_DISCRETE_VALUES, discrete_bounds, is_discrete
+from sdv_dpkme.domain.scales import MAX_DISCRETE_VALUES, discrete_bounds, is_discrete
 from sdv_dpkme.privacy.diagnostics import with_private_detail
 
 FIXED_SEED = 0

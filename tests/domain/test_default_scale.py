@@ -7,14 +7,8 @@ import pytest
 
 from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.domain import DPDiscreteTransformer, DPNumericalTransformer
-from sdv_dpkme.domain.spec import (
-    DEFAULT_DISCRETE_VALUES,
-    DEFAULT_LOG_RATIO,
-    ColumnDomain,
-    default_scale,
-    merge_declarations,
-    resolve_domains,
-)
+from sdv_dpkme.domain.scales import DEFAULT_DISCRETE_VALUES, DEFAULT_LOG_RATIO, default_scale
+from sdv_dpkme.domain.spec import ColumnDomain, merge_declarations, resolve_domains
 from tests.conftest import FAST, make_metadata, make_table
 
 
