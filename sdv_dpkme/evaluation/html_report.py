@@ -11,17 +11,23 @@ Every string that reaches the page (column names, category values, notes) is esc
 
 from __future__ import annotations
 
-import base64
 import datetime
-import html
 import importlib.util
-import math
 import warnings
 
 import pandas as pd
 
 from sdv_dpkme._version import __version__
 from sdv_dpkme.evaluation._common import infer_column_types, normalize_metadata
+from sdv_dpkme.evaluation.html_page import (
+    STYLE,
+    e,
+    format_number,
+    html_section,
+    html_table,
+    png_figure,
+    score_cell,
+)
 
 #: TSTR classifiers of the report (fast ones; the benchmarks use all 12 of DEFAULT_CLASSIFIERS)
 REPORT_CLASSIFIERS = ('LogisticRegression', 'GaussianNB', 'DecisionTreeClassifier',
@@ -45,69 +51,6 @@ def check_dependencies():
         raise ReportDependencyError(missing_matplotlib_message())
 
 
-def e(value):
-    """Escape any value for HTML text or a quoted attribute."""
-    return html.escape(str(value), quote=True)
-
-
-def _number(value, digits=3):
-    if value is None:
-        return '–'
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(value):
-        return '–'
-    if math.isinf(value):
-        return '∞' if value > 0 else '−∞'
-    if value.is_integer() and abs(value) < 1e15:
-        return f'{int(value):,}'
-    return f'{value:.{digits}g}'
-
-
-def _score_cell(score):
-    """A 0-1 score with a bar and a colour band (red < 0.5 <= amber < 0.8 <= green)."""
-    try:
-        score = float(score)
-    except (TypeError, ValueError):
-        score = float('nan')
-    if math.isnan(score):
-        return '<td class="score na">–</td>'
-    band = 'bad' if score < 0.5 else 'fair' if score < 0.8 else 'good'
-    width = max(0.0, min(1.0, score)) * 100
-    return (f'<td class="score {band}"><span class="bar" style="width:{width:.0f}%"></span>'
-            f'<span class="value">{score:.3f}</span></td>')
-
-
-def _png(data, alt, kind, caption=None, columns=()):
-    encoded = base64.b64encode(data).decode('ascii')
-    names = ' | '.join(map(str, columns))
-    caption_html = f'<figcaption>{e(caption)}</figcaption>' if caption else ''
-    return (f'<figure class="plot {kind}" data-columns="{e(names)}">'
-            f'<img alt="{e(alt)}" src="data:image/png;base64,{encoded}">{caption_html}</figure>')
-
-
-def _table(headers, rows, cls='data', row_classes=None):
-    """``rows`` hold ready HTML cells (``<td>...``) or plain values (escaped here)."""
-    head = ''.join(f'<th>{e(h)}</th>' for h in headers)
-    body = []
-    for i, row in enumerate(rows):
-        cells = []
-        for cell in row:
-            text = str(cell)
-            cells.append(text if text.startswith('<td') else f'<td>{e(text)}</td>')
-        row_class = f' class="{e(row_classes[i])}"' if row_classes and row_classes[i] else ''
-        body.append(f'<tr{row_class}>{"".join(cells)}</tr>')
-    return (f'<table class="{cls}"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
-
-
-def _section(section_id, title, body, note=None):
-    note_html = f'<p class="section-note">{note}</p>' if note else ''
-    return (f'<section id="{section_id}"><h2>{e(title)}</h2>{note_html}{body}</section>')
-
-
 # ------------------------------------------------------------------------------- sections
 def _summary(synthesizer, table_name, synthetic, real, real_name, generated):
     report = synthesizer.get_privacy_report()
@@ -119,8 +62,9 @@ def _summary(synthesizer, table_name, synthetic, real, real_name, generated):
                         f"{info.get('last_fit_date', '?')}"),
         ('Table', table_name),
         ('Target column', synthesizer.target_column or 'none'),
-        ('Privacy', f'(ε = {_number(report.epsilon)}, δ = {_number(report.delta)})-DP, '
-                    f'ε spent = {_number(report.epsilon_spent, 4)}'
+        ('Privacy', f'(ε = {format_number(report.epsilon)}, '
+                    f'δ = {format_number(report.delta)})-DP, '
+                    f'ε spent = {format_number(report.epsilon_spent, 4)}'
                     if report.guarantee_holds else
                     'NOT differentially private (fixed noise seed, test only)'),
         ('Synthetic rows in this report', f'{len(synthetic):,} (sampled for this report)'),
@@ -131,16 +75,17 @@ def _summary(synthesizer, table_name, synthetic, real, real_name, generated):
         facts.append(('Real table compared', 'none: this report holds no real data'))
     facts.append(('Report written', f'{generated} by sdv_dpkme {__version__}'))
     rows = ''.join(f'<tr><th>{e(k)}</th><td>{e(v)}</td></tr>' for k, v in facts)
-    return _section('summary', 'Summary', f'<table class="facts">{rows}</table>')
+    return html_section('summary', 'Summary', f'<table class="facts">{rows}</table>')
 
 
 def _ledger(report):
     budget = [
-        ('ε budget', _number(report.epsilon, 4)),
-        ('ε spent', _number(report.epsilon_spent, 6)),
-        ('ε the releases would spend with secret noise', _number(report.epsilon_calibrated, 6)),
-        ('δ', _number(report.delta, 3)),
-        ('δ of the Gaussian composition', _number(report.gaussian_delta, 3)),
+        ('ε budget', format_number(report.epsilon, 4)),
+        ('ε spent', format_number(report.epsilon_spent, 6)),
+        ('ε the releases would spend with secret noise',
+         format_number(report.epsilon_calibrated, 6)),
+        ('δ', format_number(report.delta, 3)),
+        ('δ of the Gaussian composition', format_number(report.gaussian_delta, 3)),
         ('Guarantee holds', 'yes' if report.guarantee_holds else 'NO (fixed noise seed)'),
         ('Neighbouring tables', report.neighbouring_relation),
         ('Accountant', report.accountant),
@@ -155,7 +100,7 @@ def _ledger(report):
         first = group[0]
         sampling = first.sampling
         if first.sampling != 'none':
-            sampling = f'{first.sampling}, q = {_number(first.sampling_probability, 4)}'
+            sampling = f'{first.sampling}, q = {format_number(first.sampling_probability, 4)}'
         if len(group) == 1:
             what = f'<td>{e(first.description)}</td>'
         else:  # identical noise, different subsets (e.g. DP-HP's product kernels): one row
@@ -166,26 +111,28 @@ def _ledger(report):
         dimension = (f'{dimensions[0]:,}' if len(dimensions) == 1
                      else f'{dimensions[0]:,}–{dimensions[-1]:,} each')
         rows.append([number, first.name, what, first.mechanism,
-                     _number(first.sensitivity, 4), _number(first.noise_multiplier, 4),
-                     _number(first.noise_std, 4), f'{sum(r.count for r in group):,}',
+                     format_number(first.sensitivity, 4), format_number(first.noise_multiplier, 4),
+                     format_number(first.noise_std, 4), f'{sum(r.count for r in group):,}',
                      dimension, sampling])
     parts.append(f'<h3>Releases ({sum(len(g) for g in groups)})</h3>')
-    parts.append(_table(['#', 'Release', 'What', 'Mechanism', 'Sensitivity (L2)',
-                         'Noise multiplier', 'Noise std', 'Count', 'Dimension', 'Sampling'],
-                        rows, cls='data ledger'))
+    parts.append(html_table(['#', 'Release', 'What', 'Mechanism', 'Sensitivity (L2)',
+                             'Noise multiplier', 'Noise std', 'Count', 'Dimension', 'Sampling'],
+                            rows, cls='data ledger'))
     if report.reserved_delta:
         parts.append('<h3>Reserved δ</h3>')
-        parts.append(_table(['For', 'δ', 'Why'], [[r.name, _number(r.delta, 3), r.description]
-                                                  for r in report.reserved_delta]))
+        parts.append(html_table(['For', 'δ', 'Why'],
+                                [[r.name, format_number(r.delta, 3), r.description]
+                                 for r in report.reserved_delta]))
     if report.public_inputs:
         parts.append('<h3>Public inputs (declared, or released under DP)</h3><ul class="compact">'
                      + ''.join(f'<li>{e(p)}</li>' for p in report.public_inputs) + '</ul>')
     if report.notes:
         parts.append('<h3>Notes</h3><ul>' + ''.join(f'<li>{e(n)}</li>' for n in report.notes)
                      + '</ul>')
-    return _section('privacy-ledger', 'Privacy ledger', ''.join(parts),
-                    note='Every noisy release of the fit, as the accountant counted it. The '
-                         'same record is in the privacy report JSON written by <code>fit</code>.')
+    return html_section('privacy-ledger', 'Privacy ledger', ''.join(parts),
+                        note='Every noisy release of the fit, as the accountant counted it. The '
+                             'same record is in the privacy report JSON written by '
+                             '<code>fit</code>.')
 
 
 def _align_dtypes(real, synthetic):
@@ -227,48 +174,48 @@ def _quality(scores, sdtypes):
     quality = scores['quality_report']
     shapes = _worst_first(quality.get_details('Column Shapes'))
     pairs = _worst_first(quality.get_details('Column Pair Trends'))
-    overall = _table(['Quality score', 'Column shapes', 'Column pair trends'],
-                     [[_score_cell(scores['quality']), _score_cell(scores['column_shapes']),
-                       _score_cell(scores['column_pair_trends'])]], cls='data overall')
+    overall = html_table(['Quality score', 'Column shapes', 'Column pair trends'],
+                         [[score_cell(scores['quality']), score_cell(scores['column_shapes']),
+                           score_cell(scores['column_pair_trends'])]], cls='data overall')
     column_rows = [[row['Column'], sdtypes.get(row['Column'], ''), row['Metric'],
-                    _score_cell(row['Score'])] for _, row in shapes.iterrows()]
+                    score_cell(row['Score'])] for _, row in shapes.iterrows()]
     pair_rows = []
     for _, row in pairs.head(PAIR_ROWS).iterrows():
         real_value = row.get('Real Correlation')
         if pd.isna(real_value):
             real_value = row.get('Real Association')
         pair_rows.append([row['Column 1'], row['Column 2'], row['Metric'],
-                          _score_cell(row['Score']), _number(real_value),
-                          _number(row.get('Synthetic Correlation'))])
+                          score_cell(row['Score']), format_number(real_value),
+                          format_number(row.get('Synthetic Correlation'))])
     more = len(pairs) - len(pair_rows)
     body = (overall
             + '<h3>Per column (worst first)</h3>'
-            + _table(['Column', 'sdtype', 'Metric', 'Score'], column_rows)
+            + html_table(['Column', 'sdtype', 'Metric', 'Score'], column_rows)
             + f'<h3>Per pair of columns (worst {len(pair_rows)} of {len(pairs)})</h3>'
-            + _table(['Column 1', 'Column 2', 'Metric', 'Score', 'Real correlation / '
-                      'association', 'Synthetic correlation'], pair_rows)
+            + html_table(['Column 1', 'Column 2', 'Metric', 'Score', 'Real correlation / '
+                          'association', 'Synthetic correlation'], pair_rows)
             + (f'<p class="section-note">{more} better pairs are not listed.</p>' if more else ''))
-    return _section('quality', 'SDMetrics quality', body,
-                    note='SDMetrics QualityReport: how closely each column\'s distribution '
-                         '(KS / TV complement) and each pair\'s correlation or contingency '
-                         'match the real table. 1 is a perfect match.')
+    return html_section('quality', 'SDMetrics quality', body,
+                        note='SDMetrics QualityReport: how closely each column\'s distribution '
+                             '(KS / TV complement) and each pair\'s correlation or contingency '
+                             'match the real table. 1 is a perfect match.')
 
 
 def _diagnostic(scores):
     diagnostic = scores['diagnostic_report']
     validity = _worst_first(diagnostic.get_details('Data Validity'))
-    overall = _table(['Diagnostic score', 'Data validity', 'Data structure'],
-                     [[_score_cell(scores['diagnostic']), _score_cell(scores['data_validity']),
-                       _score_cell(scores['data_structure'])]], cls='data overall')
-    rows = [[row['Column'], row['Metric'], _score_cell(row['Score'])]
+    overall = html_table(['Diagnostic score', 'Data validity', 'Data structure'],
+                         [[score_cell(scores['diagnostic']), score_cell(scores['data_validity']),
+                           score_cell(scores['data_structure'])]], cls='data overall')
+    rows = [[row['Column'], row['Metric'], score_cell(row['Score'])]
             for _, row in validity.iterrows()]
     body = (overall + '<h3>Data validity per column (worst first)</h3>'
-            + _table(['Column', 'Metric', 'Score'], rows))
-    return _section('diagnostic', 'SDMetrics diagnostic', body,
-                    note='SDMetrics DiagnosticReport: whether synthetic values stay inside the '
-                         'real table\'s range and categories, and whether the columns match. '
-                         'A DP synthesizer samples inside the <em>public</em> domain, which can '
-                         'be wider than the range the real rows happen to cover.')
+            + html_table(['Column', 'Metric', 'Score'], rows))
+    return html_section('diagnostic', 'SDMetrics diagnostic', body,
+                        note='SDMetrics DiagnosticReport: whether synthetic values stay inside the '
+                             'real table\'s range and categories, and whether the columns match. '
+                             'A DP synthesizer samples inside the <em>public</em> domain, which '
+                             'can be wider than the range the real rows happen to cover.')
 
 
 def _public_axis(domain):
@@ -292,20 +239,20 @@ def _comparison_plots(scores, real, synthetic, sdtypes, formats, domains, worst_
         column = row['Column']
         png = column_figure(column, sdtypes[column], synthetic[column], real[column],
                             formats.get(column), **_public_axis(domains.get(column)))
-        figures.append(_png(png, f'real and synthetic distribution of {column}',
-                            'real-data-plot', f'{column}: {row["Metric"]} {row["Score"]:.3f}',
-                            [column]))
+        figures.append(png_figure(png, f'real and synthetic distribution of {column}',
+                                  'real-data-plot', f'{column}: {row["Metric"]} {row["Score"]:.3f}',
+                                  [column]))
     figures.append('</div><h3>Worst pairs</h3>')
     for _, row in pairs.sort_values('Score', kind='stable').head(worst_pairs).iterrows():
         a, b = row['Column 1'], row['Column 2']
         png = pair_figure((a, b), (sdtypes[a], sdtypes[b]), real, synthetic, formats)
-        figures.append(_png(png, f'real and synthetic joint distribution of {a} and {b}',
-                            'real-data-plot wide',
-                            f'{a} × {b}: {row["Metric"]} {row["Score"]:.3f}', [a, b]))
-    return _section('comparison-plots', 'Real against synthetic: worst columns and pairs',
-                    ''.join(figures),
-                    note='Grey: real rows. Blue: synthetic rows. These figures show the real '
-                         'data.')
+        figures.append(png_figure(png, f'real and synthetic joint distribution of {a} and {b}',
+                                  'real-data-plot wide',
+                                  f'{a} × {b}: {row["Metric"]} {row["Score"]:.3f}', [a, b]))
+    return html_section('comparison-plots', 'Real against synthetic: worst columns and pairs',
+                        ''.join(figures),
+                        note='Grey: real rows. Blue: synthetic rows. These figures show the real '
+                             'data.')
 
 
 def _tstr(synthesizer, real, synthetic, metadata, modelled, categories, classifiers):
@@ -322,17 +269,18 @@ def _tstr(synthesizer, real, synthetic, metadata, modelled, categories, classifi
     scores = [c for c in table.columns if c not in ('classifier', 'fit_seconds', 'note')]
     rows = []
     for _, row in table.iterrows():
-        rows.append([row['classifier'], *[_score_cell(row[s]) for s in scores],
-                     _number(row['fit_seconds'], 2), row['note'] or ''])
+        rows.append([row['classifier'], *[score_cell(row[s]) for s in scores],
+                     format_number(row['fit_seconds'], 2), row['note'] or ''])
     task = table.attrs.get('task')
     what = (f"binary; positive class {table.attrs.get('positive_class')!r}" if task == 'binary'
             else f"{len(table.attrs.get('classes', []))} classes")
-    body = _table(['Classifier', *[s.replace('_', ' ') for s in scores], 'Fit seconds', 'Note'],
-                  rows, row_classes=['mean' if c == 'mean' else '' for c in table['classifier']])
-    return _section('tstr', f'Train on synthetic, test on real: {target}', body,
-                    note=f'Each classifier is trained on the synthetic rows and scored on the '
-                         f'real table given ({e(what)}). For a fair score, give a real table '
-                         'that was not used to fit the synthesizer.')
+    body = html_table(['Classifier', *[s.replace('_', ' ') for s in scores], 'Fit seconds',
+                       'Note'], rows,
+                      row_classes=['mean' if c == 'mean' else '' for c in table['classifier']])
+    return html_section('tstr', f'Train on synthetic, test on real: {target}', body,
+                        note=f'Each classifier is trained on the synthetic rows and scored on the '
+                             f'real table given ({e(what)}). For a fair score, give a real table '
+                             'that was not used to fit the synthesizer.')
 
 
 def _training(synthesizer):
@@ -345,11 +293,11 @@ def _training(synthesizer):
     if loss is None or not len(loss):
         return ''
     png = loss_figure(loss)
-    return _section('training', 'Training loss',
-                    _png(png, 'training loss per step', 'dp-output-plot',
-                         'Loss against the noisy releases, per step.'),
-                    note='Computed against the noisy releases only (post-processing), so it '
-                         'holds nothing more about the private rows than they do.')
+    return html_section('training', 'Training loss',
+                        png_figure(png, 'training loss per step', 'dp-output-plot',
+                                   'Loss against the noisy releases, per step.'),
+                        note='Computed against the noisy releases only (post-processing), so it '
+                             'holds nothing more about the private rows than they do.')
 
 
 def _overview(synthetic, sdtypes, formats, modelled, domains):
@@ -360,13 +308,13 @@ def _overview(synthetic, sdtypes, formats, modelled, domains):
     for column in shown:
         png = column_figure(column, sdtypes[column], synthetic[column], None, formats.get(column),
                             **_public_axis(domains.get(column)))
-        figures.append(_png(png, f'synthetic distribution of {column}', 'synthetic-plot',
-                            columns=[column]))
+        figures.append(png_figure(png, f'synthetic distribution of {column}', 'synthetic-plot',
+                                  columns=[column]))
     figures.append('</div>')
     more = len(modelled) - len(shown)
     note = ('The synthetic rows alone (DP post-processing).'
             + (f' The first {len(shown)} of {len(modelled)} modelled columns.' if more else ''))
-    return _section('synthetic-overview', 'Synthetic columns', ''.join(figures), note=note)
+    return html_section('synthetic-overview', 'Synthetic columns', ''.join(figures), note=note)
 
 
 def _without_real():
@@ -378,44 +326,7 @@ def _without_real():
             'the worst columns and pairs, and train-synthetic-test-real need a real table. '
             '<code>sdv-dpkme report SYNTHESIZER --real TABLE --out report.html</code> adds them; '
             'that report shows real data and is <strong>not</strong> private.</p>')
-    return _section('without-real-data', 'What this report leaves out', body)
-
-
-# ---------------------------------------------------------------------------------- page
-_STYLE = """
-body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;color:#1d2733;
-margin:0;background:#f4f6f8}
-main{max-width:1120px;margin:0 auto;padding:24px 32px 48px;background:#fff;
-box-shadow:0 0 12px rgba(0,0,0,.06)}
-h1{font-size:26px;margin:0 0 4px}h2{font-size:20px;margin:0 0 8px;padding-bottom:4px;
-border-bottom:2px solid #e3e8ee}h3{font-size:15px;margin:18px 0 6px;color:#33485e}
-.subtitle{color:#5b6b7c;margin:0 0 16px}
-section{margin:28px 0}.section-note{color:#5b6b7c;margin:0 0 10px}
-.banner{border-radius:6px;padding:12px 16px;margin:12px 0 4px}
-.banner.real{background:#fdecea;border:2px solid #c62828;color:#7f1d1d}
-.banner.private{background:#e8f5e9;border:1px solid #2e7d32;color:#1b4d20}
-nav{margin:12px 0;font-size:13px}nav a{margin-right:14px;color:#1f6fb4;text-decoration:none}
-table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
-table.data{width:100%}
-th,td{padding:4px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #e3e8ee}
-thead th{background:#eef2f6;font-weight:600}
-table.facts{width:100%}table.facts th{width:30%;color:#33485e;font-weight:600;background:none}
-table.data tbody tr:nth-child(even){background:#fafbfc}
-table.ledger td:nth-child(3){max-width:380px}
-td.score{position:relative;min-width:90px;white-space:nowrap}
-td.score .bar{position:absolute;left:0;top:3px;bottom:3px;opacity:.28;border-radius:2px}
-td.score .value{position:relative;font-variant-numeric:tabular-nums}
-td.good .bar{background:#2e7d32}td.fair .bar{background:#f9a825}td.bad .bar{background:#c62828}
-table.overall{width:auto}table.overall td.score{min-width:140px}
-.grid{display:grid;grid-template-columns:repeat(2,1fr);gap:10px}
-figure{margin:6px 0;text-align:center}figure img{max-width:100%;height:auto}
-figcaption{font-size:12px;color:#5b6b7c}
-ul.compact{columns:2;font-size:12px;padding-left:18px}
-code{background:#eef2f6;padding:1px 4px;border-radius:3px}
-details{margin-top:4px;font-size:12px}details ol{margin:4px 0;padding-left:20px}
-tr.mean td{font-weight:600;border-top:2px solid #c9d2dc}
-footer{color:#8494a5;font-size:12px;margin-top:32px}
-"""
+    return html_section('without-real-data', 'What this report leaves out', body)
 
 
 def build_report(synthesizer, real=None, num_rows=None, real_name=None,
@@ -501,7 +412,7 @@ def build_report(synthesizer, real=None, num_rows=None, real_name=None,
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>{e(title)}</title><style>{_STYLE}</style></head><body><main>'
+        f'<title>{e(title)}</title><style>{STYLE}</style></head><body><main>'
         f'<h1>Synthetic data report</h1><p class="subtitle">{e(type(synthesizer).__name__)} · '
         f'table {e(table_name)} · {e(generated)}</p>{banner}<nav>{navigation}</nav>'
         + ''.join(parts)

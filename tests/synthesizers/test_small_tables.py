@@ -110,12 +110,14 @@ def test_class_proportions_all_swamped_by_noise_fall_back_to_uniform():
     with pytest.warns(UserWarning, match='sampled uniformly'):
         weights = kme_plan.noisy_class_weights(np.array([-0.2, 0.0004, -1e-9]))
     np.testing.assert_allclose(weights, [1 / 3] * 3)
-    np.testing.assert_allclose(kme_plan.noisy_class_weights(np.array([0.3, -0.1, 0.1])), [0.75, 0, 0.25])
+    np.testing.assert_allclose(kme_plan.noisy_class_weights(np.array([0.3, -0.1, 0.1])),
+                               [0.75, 0, 0.25])
 
 
 def test_a_fit_whose_class_release_is_all_noise_still_samples_every_class(monkeypatch):
     original = kme_plan.noisy_class_weights
-    monkeypatch.setattr(kme_plan, 'noisy_class_weights', lambda released: original(-np.abs(released)))
+    monkeypatch.setattr(kme_plan, 'noisy_class_weights',
+                        lambda released: original(-np.abs(released)))
     synth = build(KME_CLASSES[0], target_column='label')
     with pytest.warns(UserWarning, match='sampled uniformly'):
         synth.fit({'t': make_table()})
