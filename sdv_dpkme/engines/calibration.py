@@ -56,7 +56,7 @@ MAX_OFFSET = 15.0
 GROUPS = 10
 #: generated rows per round: as many as the table has, within these bounds (``generated_rows``);
 #: their frequencies are expected values (from the draw probabilities), yet the parents' draws
-#: are sampled, and Census's shapes lose 0.0008 at 30,000 rows against 50,000
+#: are sampled, so fewer rows make the fitted offsets noisier
 ROWS = (30000, 50000)
 #: a marginal within this total variation of its target takes no Newton step
 NEWTON_TOLERANCE = 1e-4

@@ -253,8 +253,7 @@ class TabularGenerator(nn.Module):
 
 #: the links act in logit units of LINK_SCALE x their weights: Adam moves each weight by about the
 #: learning rate per step, so unscaled weights could not reach the logit gaps of a one-to-one map
-#: (about 10) in a few hundred steps (a 10-category one-to-one map on a 5,000-row toy table came
-#: out right in 90% of draws without links or with unscaled ones, 97% at 10x)
+#: (about 10) in a few hundred steps
 LINK_SCALE = 10.0
 #: logit steps ``sample``'s ``adjust`` takes per head (Newton steps on one head's marginal: rows
 #: that earlier heads' offsets made nearly certain slow them to linear convergence)

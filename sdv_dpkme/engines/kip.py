@@ -1,6 +1,6 @@
 """DP-KIP engine (Vinaroz & Park, TMLR 2024): DP-SGD on a small labelled support set.
 
-Algorithm box (seed 002, §3-4; formulas in research/algorithms.md §3):
+Algorithm box (the DP-KIP paper, arXiv 2301.13389, §3-4):
   input: private rows x_1..x_n (encoded, unit box) with labels; kernel k (FC-NTK); ridge lambda;
          support size m_c per class; sampling rate q; clip norm C; steps T; learning rate;
          class-balance exponent b (0: off).
@@ -51,8 +51,8 @@ class KIPSettings:
     max_chunk: int = 1024  # rows per vmap call: bounds the memory of per-example gradients
 
 
-#: steps='auto': measured flat from 50 to 300 steps on Adult (4,000 and 39,073 rows, epsilon 0.3
-#: to 10) once q follows epsilon; more steps cost time and, at a fixed epsilon, noise per step
+#: steps='auto': quality is flat over a wide range of steps once q follows epsilon
+#: (benchmarks/results/dpkip.md); more steps cost time and, at a fixed epsilon, noise per step
 AUTO_STEPS = 100
 #: sampling_rate='auto' is q = AUTO_RATE_PER_EPSILON * epsilon: at 100 steps that keeps the
 #: noise multiplier near 1 at every epsilon, where amplification by sampling pays best (a much
@@ -66,8 +66,9 @@ AUTO_MAX_RATE = 0.5
 SUPPORT_INITS = ('centre', 'uniform')
 CENTRE_JITTER = 0.1  # width of the public noise around 0.5 that tells the support rows apart
 #: support_init='auto' starts at the centre below this expected batch (q n rows): a small batch's
-#: noisy gradient only has to tip undecided values, while a large one (Census: 4,000 rows) moves
-#: the support well from anywhere and the uniform start keeps its rows apart (dpkip.md)
+#: noisy gradient only has to tip undecided values, while a large one (thousands of rows) moves
+#: the support well from anywhere and the uniform start keeps its rows apart
+#: (benchmarks/results/dpkip.md)
 AUTO_CENTRE_BELOW_BATCH = 2000
 
 

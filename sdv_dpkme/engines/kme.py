@@ -1,4 +1,4 @@
-"""Kernel-mean-embedding engine (DP-MERF, DP-HP): plan -> one pass -> Gaussian releases -> generator.
+"""Kernel-mean-embedding engine (DP-MERF, DP-HP): plan -> one pass -> releases -> generator.
 
 Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3):
   1. plan: split the precision of the budget over the releases (``kme_plan.plan_releases``);

@@ -1,7 +1,7 @@
 """Reweighting engine (Balog, Tolstikhin & Schölkopf, ICML 2018): a DP mean embedding released in
 a small subspace, then expressed as weights on points that never came from the private rows.
 
-Algorithm 1 (public rows z_1..z_M; research/algorithms.md §4.1):
+Algorithm 1 (public rows z_1..z_M; the paper's §4, perturbation in the synthetic-data subspace):
   1. basis: K_LL = U diag(lambda) U^T on landmarks L (the public rows, or a public random subset
      of them when M is large); keep the F directions with lambda_f > tolerance, A = diag(lambda_F
      ^-1/2) U_F^T, so b_f = sum_l A_fl k(l, .) is orthonormal in the RKHS. Public points only.
@@ -12,7 +12,7 @@ Algorithm 1 (public rows z_1..z_M; research/algorithms.md §4.1):
   4. weights on the public rows (post-processing): w = argmin ||Phi_Z^T w - beta||, the
      minimum-norm solution (= A^T beta when Z = L), optionally inside the L1 ball ||w||_1 <= C of
      the paper's appendix; and the closest probability vector on the rows, for resampling.
-Algorithm 2 (no public rows; §4.2): phi = random Fourier features in the [cos, sin] form
+Algorithm 2 (no public rows; the paper's §5): phi = random Fourier features in the [cos, sin] form
 (||phi|| = 1), beta = mean phi + N(0, (sigma 2/N)^2 I_J), then a reduced set of weighted points
 found from beta alone (Frank-Wolfe over public-noise rows, then joint refinement of points and
 simplex weights; post-processing).

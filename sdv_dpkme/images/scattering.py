@@ -1,4 +1,4 @@
-"""ScatterNet features of DP-KIP-ScatterNet (algorithms.md §3.3): kymatio's 2-D scattering
+"""ScatterNet features of DP-KIP-ScatterNet: kymatio's 2-D scattering
 (J = 2, L = 8, second order: 81 channels per image channel at H/4 x W/4), then the paper's
 per-location group normalisation.
 
