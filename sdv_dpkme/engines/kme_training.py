@@ -32,7 +32,7 @@ class Training:
     generator_dims: tuple
     numeric_noise: float
     device: object
-    reweight_rows: int = 0  # > 0: a weighted pool of generated rows per class (see ``train``)
+    reweight_rows: int = 0  # > 0: a weighted pool of generated rows per class (reweighted_pools)
     schedule: str = 'constant'  # learning-rate schedule (``generator.SCHEDULES``)
     category_smoothing: float = 0.0  # share of uniform draws in categorical heads
     category_links: tuple = ()  # names of the categorical blocks whose heads see earlier draws
