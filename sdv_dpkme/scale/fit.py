@@ -27,8 +27,9 @@ import pandas as pd
 from sdv import version
 from sdv.errors import SynthesizerInputError
 
+from sdv_dpkme.engines.row_encoding import PartitionEncoder, repeat_notes
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
-from sdv_dpkme.synthesizers.rows import PartitionEncoder, TableChecks, repeat_notes
+from sdv_dpkme.scale.row_checks import TableChecks
 from sdv_dpkme.scale.sources import SourceError, open_source
 
 SUPPORTED = ("DPHPSynthesizer and DPMERFSynthesizer (releases='single'): their releases are "

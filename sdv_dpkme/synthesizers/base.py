@@ -21,6 +21,7 @@ from sdv.single_table.base import BaseSingleTableSynthesizer
 from sdv_dpkme._version import __version__
 from sdv_dpkme.domain.decoding import DPHyperTransformer
 from sdv_dpkme.engines.errors import EngineInputError
+from sdv_dpkme.engines.row_encoding import FrameRows
 from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
 from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
@@ -28,7 +29,6 @@ from sdv_dpkme.synthesizers.constraints import SafeConstraints
 from sdv_dpkme.synthesizers.entry_points import SanitisedEntryPoints
 from sdv_dpkme.synthesizers.processor import DPProcessor
 from sdv_dpkme.synthesizers.public_state import public_metadata
-from sdv_dpkme.synthesizers.rows import FrameRows
 from sdv_dpkme.synthesizers.sampling import ChunkedSampling, outside_domain  # noqa: F401
 from sdv_dpkme.synthesizers.schema import PublicSchema
 
