@@ -23,9 +23,8 @@ from sdv_dpkme.engines.accumulate import ClassSums, chunk_rows, class_sums
 #: raw rows encoded at a time by a worker (the encoded block, not the features, is the bound)
 MAX_BLOCK_FLOATS = 8_000_000
 #: feature chunks of the distributed pass: at most this many rows and floats of the widest map.
-#: Larger than the in-memory fit's (4M floats: 80 rows of Adult's 49,422 pairwise features), whose
-#: chunking is kept so its releases stay bit-identical; 320-row chunks ran 1.4x (DP-MERF) to
-#: 1.7x (DP-HP) faster per row, and 1,024 rows slower again (RFF's cos/sin leave the cache).
+#: Larger than the in-memory fit's, whose chunking is kept so its releases stay bit-identical;
+#: larger still was slower (the random features' cos/sin leave the cache).
 PASS_CHUNK_ROWS = 320
 PASS_CHUNK_FLOATS = 16_000_000
 

@@ -3,7 +3,8 @@
 It owns the contract between SDV and the engines: construction, the fit's orchestration and its
 ledger (one accountant and noise source), the privacy report, ``get_info`` and loading. Its other
 jobs are mixins, one module each: the public schema (``schema``), the DP-safe data processor
-(``processor``), constraints and row checks (``constraints``) and sampling (``sampling``).
+(``processor``), constraints and row checks (``constraints``), sampling (``sampling``) and the
+fit on rows that are not at hand (``distributed``).
 A method's class only implements ``_fit_engine`` (encoded rows in the unit box -> a model with
 ``sample`` and ``loss_values``), handing the work to an engine under ``sdv_dpkme.engines``.
 """
@@ -24,8 +25,10 @@ from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.row_encoding import FrameRows
 from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
+from sdv_dpkme.scale.fit import EncodedRows, PrivateRows, open_rows
 from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 from sdv_dpkme.synthesizers.constraints import SafeConstraints
+from sdv_dpkme.synthesizers.distributed import DistributedFit
 from sdv_dpkme.synthesizers.entry_points import SanitisedEntryPoints
 from sdv_dpkme.synthesizers.processor import DPProcessor
 from sdv_dpkme.synthesizers.public_state import public_metadata
@@ -34,7 +37,7 @@ from sdv_dpkme.synthesizers.schema import PublicSchema
 
 
 class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeConstraints,
-                        ChunkedSampling, BaseSingleTableSynthesizer):
+                        ChunkedSampling, DistributedFit, BaseSingleTableSynthesizer):
     """Differentially private single-table synthesizer (abstract, method-neutral).
 
     Args:
@@ -136,13 +139,15 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
     # ------------------------------------------------------------------------- fit
     @sanitised_errors
     def fit(self, data):
-        """SDV's fit; a Dask or Spark DataFrame goes to ``sdv_dpkme.fit_distributed``."""
-        table = next(iter(data.values())) if isinstance(data, dict) and len(data) == 1 else data
+        """SDV's fit. A Dask or Spark DataFrame (or Parquet, through ``sdv_dpkme.fit_distributed``)
+        is fitted by the same code, as ``PrivateRows`` that the driver never reads whole."""
+        name, table = (next(iter(data.items())) if isinstance(data, dict) and len(data) == 1
+                       else (None, data))
         if is_dask_frame(table) or is_spark_frame(table):
-            from sdv_dpkme.scale.fit import fit_distributed  # the scale package imports this one
-
-            fit_distributed(self, table)
-            return
+            name, table = None, open_rows(table)  # the dict's key is SDV's, unchecked
+        if isinstance(table, PrivateRows):
+            self._check_private_rows(table, name)
+            data = {self._table_name: table}
         super().fit(data)
 
     def _fit(self, processed_data):
@@ -150,7 +155,8 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
         if not blocks:
             raise SynthesizerInputError('There is no modelled column besides the target.')
         # a chunked view: the one-pass engines never hold the whole float64 copy
-        rows = FrameRows(processed_data, target)
+        rows = (processed_data.rows(target) if isinstance(processed_data, EncodedRows)
+                else FrameRows(processed_data, target))
         self._fit_rows(rows, blocks, target, list(processed_data.columns))
 
     def _fits_in_one_pass(self):
@@ -160,7 +166,7 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
         return False
 
     def _fit_rows(self, rows, blocks, target, columns):
-        """Fit from a row source (``FrameRows`` in memory, or a distributed one)."""
+        """Fit from a row source (``FrameRows`` in memory, ``EncodedRows.rows`` distributed)."""
         if self._fits_in_one_pass():
             x, labels = rows, None
         else:

@@ -14,6 +14,7 @@ from sdv.cag import FixedIncrements, Inequality, OneHotEncoding, Range
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
+from sdv_dpkme.synthesizers.distributed import private_rows
 from sdv_dpkme.synthesizers.public_state import fit_constraints_publicly
 
 # Constraints whose fit keeps no row-level facts; they are enforced by reject sampling only, so no
@@ -39,6 +40,9 @@ class SafeConstraints:
 
     @sanitised_errors  # with fit, and preprocess and fit_processed_data (entry_points.py)
     def validate(self, data):
+        rows = private_rows(data)
+        if rows is not None:
+            return self._validate_private_rows(rows)
         with warnings.catch_warnings():
             # SDV's advice (a datetime_format in the metadata) does not apply: detected formats
             # are not public here; warn_undeclared_types says what to declare instead

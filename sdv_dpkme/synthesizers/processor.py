@@ -18,6 +18,7 @@ from sdv_dpkme.domain import DP_TRANSFORMERS, DomainError, transformer_for
 from sdv_dpkme.domain.decoding import DPHyperTransformer
 from sdv_dpkme.domain.transformers import FIXED_SEED, DPCategoricalTransformer
 from sdv_dpkme.features import Block
+from sdv_dpkme.scale.fit import PrivateRows
 from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
     generated_column,
@@ -106,6 +107,8 @@ class DPProcessor:
                       f'holds it a few times and gets slower with it. {advice}')
 
     def _preprocess(self, table_data):
+        if isinstance(table_data, PrivateRows):  # not at hand: nothing held in memory
+            return self._preprocess_private_rows(table_data)
         self._check_encoded_size(len(table_data))
         self._prepare_encoding(table_data)
         return self._data_processor.transform(table_data)
