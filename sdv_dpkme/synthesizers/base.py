@@ -144,7 +144,7 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
         name, table = (next(iter(data.items())) if isinstance(data, dict) and len(data) == 1
                        else (None, data))
         if is_dask_frame(table) or is_spark_frame(table):
-            name, table = None, open_rows(table)  # the dict's key is SDV's, unchecked
+            name, table = None, open_rows(table)  # its key unchecked, as for a DataFrame
         if isinstance(table, PrivateRows):
             self._check_private_rows(table, name)
             data = {self._table_name: table}
