@@ -259,7 +259,7 @@ def flop_profile(method):
         except StopIteration:
             pass
     kme.one_pass = real
-    from sdv_dpkme.synthesizers.rows import pass_chunk_rows
+    from sdv_dpkme.engines.row_encoding import pass_chunk_rows
 
     rows = 2048
     x = torch.as_tensor(caught['x'][:rows])

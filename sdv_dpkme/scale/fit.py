@@ -1,34 +1,30 @@
-"""``fit_distributed``: SDV's fit on rows that are not one pandas DataFrame in memory.
+"""The distributed fit: a Dask or Spark DataFrame, or Parquet file(s), as rows that the
+synthesizer's own ``fit`` reads in passes, never whole.
 
-The driver does what an in-memory fit does, except the passes over the rows. It reads no row:
-only the column names (checked against the metadata), the row count n (public under replace-one
-adjacency) and the public declarations. Nothing is fitted on a partition or a head.
-  1. the declared public domains and n; the constraints are fitted on an empty table of public
-     dtypes, as in memory;
-  2. domain discovery, if some modelled column has no declared domain: a pass of its own (the
-     encoder depends on the discovered domains, so it comes first), where the workers get the
-     public ``DiscoveryCounter``, count their rows over the public grids and values, the engine's
-     reduce adds the partial counts, and the driver adds the noise once (``discover``, exactly as
-     in memory); then the data processor, fitted by the in-memory fit's own code on a public
-     stand-in row (``public_frame``), its id/PII generators given ``data_length = n``;
-  3. the method draws its feature maps with the model RNG (public) and the engine asks the row
-     source for the partial sums of every term: the workers get the processor and the feature
-     maps, encode their rows, sum phi(x) y^T per class, and the engine's reduce adds the partials;
-  4. the noise is added once, on the driver, through the fit's ledger, as in memory; then the
-     generator trains on the releases. Same releases, same privacy report. SDV's checks of the
+``PrivateRows`` stands where SDV's fit has its DataFrame, so the fit, SDV's bookkeeping included,
+is the in-memory one. The driver reads no row: only the column names (checked against the
+metadata), the row count n (public under replace-one adjacency) and the public declarations.
+Nothing is fitted on a partition or a head. Where the in-memory fit holds the rows, this one:
+  1. fits the constraints on an empty table of public dtypes, as in memory; SDV's checks of the
      rows (``validate``: the metadata's column checks, the constraints') run in the workers on
-     every row of the embedding pass, before it is encoded (``TableChecks``).
+     every row of the embedding pass, before it is encoded (``TableChecks``);
+  2. runs domain discovery, if some modelled column has no declared domain, as a pass of its own
+     (``DiscoveryRows``; the encoder depends on the discovered domains, so it comes first): the
+     workers count their rows over the public grids and values (``DiscoveryCounter``), the
+     engine's reduce adds the partial counts, and the driver adds the noise once (``discover``,
+     exactly as in memory); the data processor is then fitted by the in-memory fit's own code on
+     a public stand-in row (``public_frame``), its id/PII generators given ``data_length = n``;
+  3. hands the engine ``EncodedRows``, whose pass (``SourceRows``) sends the workers the
+     processor and the feature maps (drawn on the driver with the model RNG): they encode their
+     rows and sum phi(x) y^T per class, and the engine's reduce adds the partials;
+  4. adds the noise once, on the driver, through the fit's ledger, as in memory; then the
+     generator trains on the releases. Same releases, same privacy report.
 """
 
-import datetime
-
-import pandas as pd
-
-from sdv import version
 from sdv.errors import SynthesizerInputError
 
+from sdv_dpkme.engines.row_encoding import PartitionEncoder, repeat_notes
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
-from sdv_dpkme.synthesizers.rows import PartitionEncoder, TableChecks, repeat_notes
 from sdv_dpkme.scale.sources import SourceError, open_source
 
 SUPPORTED = ("DPHPSynthesizer and DPMERFSynthesizer (releases='single'): their releases are "
@@ -45,64 +41,74 @@ def fit_distributed(synthesizer, data, table_name=None):
             directory (every ``*.parquet`` under it) or list of files, with the metadata's columns.
         table_name: optional; checked against the metadata's table.
 
-    Columns without a declared public domain are discovered under DP in a pass of their own
-    before the embedding pass (two passes over the rows; n is public and counted once). The
-    releases and the privacy report are those of an in-memory fit of the same rows. Returns the
-    synthesizer (fitted).
+    The synthesizer's own ``fit`` reads the rows (``fit({'table': dask_frame})`` does the same
+    for a Dask or Spark DataFrame). Columns without a declared public domain are discovered under
+    DP in a pass of their own before the embedding pass (two passes over the rows; n is public
+    and counted once). The releases and the privacy report are those of an in-memory fit of the
+    same rows. Returns the synthesizer (fitted).
     """
+    rows = open_rows(data)
+    synthesizer.fit(rows if table_name is None else {table_name: rows})
+    return synthesizer
+
+
+def open_rows(data):
+    """``PrivateRows`` of a Dask or Spark DataFrame or Parquet path(s); reads no row."""
     try:
-        source = open_source(data)
+        return PrivateRows(open_source(data))
     except (SourceError, ImportError) as err:
         raise SynthesizerInputError(str(err)) from None
-    _check_supported(synthesizer)
-    if table_name is not None:
-        synthesizer._validate_table_name(table_name)
-    synthesizer._resolve_domains()  # bad declarations, or discovery off, fail before any read
-    columns = list(synthesizer._original_metadata._convert_to_single_table().columns)
-    try:
-        source.check_columns(columns)
-    except SourceError as err:
-        raise SynthesizerInputError(str(err)) from None
-    n = len(source)
-    if n < 2:
-        raise SynthesizerInputError(
-            f'The table has {n} row(s); a DP fit needs at least 2 (and far more for useful '
-            'output: noise scales like 1/n).'
-        )
-    # SDV's fit, up to the pass. No row is read here: the processor is fitted on a public
-    # stand-in (the in-memory fit's own _prepare_encoding), the constraints on an empty table of
-    # public dtypes, and SDV's checks of the rows run on every row inside the pass
-    synthesizer._check_input_metadata_updated()
-    synthesizer._fitted = False
-    synthesizer._data_processor.reset_sampling()
-    synthesizer._random_state_set = False
-    declared, undeclared = synthesizer._resolve_domains()
-    dtypes = synthesizer._column_dtypes(columns, {**declared, **undeclared})
-    empty = pd.DataFrame({c: pd.Series([], dtype=dtypes[c]) for c in columns})
-    synthesizer._validate_transform_constraints(empty, enforce_constraint_fitting=True)
-    synthesizer._preprocess_helper(empty)
-    verbose = bool(getattr(synthesizer, 'verbose', False))
-    stand_in = synthesizer._prepare_encoding(None, rows=DiscoveryRows(source, n, empty, verbose))
-    processor = synthesizer._data_processor
-    processed = processor.transform(stand_in)
-    encoded = list(processed.columns)
-    blocks, target = synthesizer._layout(processed)
-    if not blocks:
-        raise SynthesizerInputError('There is no modelled column besides the target.')
-    checks = TableChecks(synthesizer._original_metadata, synthesizer._table_name,
-                         synthesizer._reject_sampling_constraints)
 
-    def make_encoder(feature_maps, n_classes):
-        return PartitionEncoder(processor, columns, encoded, target, feature_maps, n_classes,
-                                checks)
 
-    synthesizer._fit_rows(SourceRows(source, n, make_encoder), blocks, target, encoded)
-    # SDV's fit_processed_data bookkeeping
-    synthesizer._fitted = True
-    synthesizer._fitted_date = datetime.datetime.today().strftime('%Y-%m-%d')
-    synthesizer._fitted_sdv_version = getattr(version, 'community', None)
-    synthesizer._fitted_sdv_enterprise_version = getattr(version, 'enterprise', None)
-    return synthesizer
+class PrivateRows:
+    """A private table that is not at hand, in place of SDV's DataFrame in the fit: its columns
+    and row count (public, counted once by ``check``) and its passes, never its values."""
+
+    def __init__(self, source):
+        self.source, self.columns, self.n = source, None, None
+
+    def check(self, columns):
+        """The source must hold the metadata's ``columns``; then n is counted (no value read)."""
+        try:
+            self.source.check_columns(columns)
+        except SourceError as err:
+            raise SynthesizerInputError(str(err)) from None
+        self.columns = list(columns)
+        self.n = len(self.source)
+
+    def __len__(self):
+        return self.n
+
+    def discovery_rows(self, empty, verbose=False):
+        """Domain discovery's pass (``empty``: a table of the public dtypes, for no rows)."""
+        return DiscoveryRows(self.source, self.n, empty, verbose)
+
+    def encoded(self, processor, encoded_columns, checks):
+        """The encoded table, once ``processor`` is fitted (``checks``: a ``TableChecks``)."""
+        return EncodedRows(self, processor, encoded_columns, checks)
+
+
+class EncodedRows:
+    """The processed table of a distributed fit, in place of SDV's processed DataFrame: its
+    encoded columns and n; ``rows(target)`` is the row source of the embedding pass."""
+
+    empty = False  # PrivateRows are checked to hold at least 2 rows
+
+    def __init__(self, private, processor, encoded_columns, checks):
+        self.private, self.processor, self.checks = private, processor, checks
+        self.columns = list(encoded_columns)
+
+    def __len__(self):
+        return len(self.private)
+
+    def rows(self, target):
+        private = self.private
+
+        def make_encoder(feature_maps, n_classes):
+            return PartitionEncoder(self.processor, private.columns, self.columns, target,
+                                    feature_maps, n_classes, self.checks)
+
+        return SourceRows(private.source, private.n, make_encoder)
 
 
 class SourceRows:
@@ -146,16 +152,3 @@ class DiscoveryRows:
                                        desc='Counting private rows for domain discovery')
         # no rows read: zero counts, so discover reports the mismatch with n
         return counter(self.empty) if total is None else total
-
-
-def _check_supported(synthesizer):
-    one_pass = getattr(synthesizer, '_fits_in_one_pass', None)
-    if one_pass is None or not one_pass():
-        mode = (f" with releases={synthesizer.releases!r}"
-                if hasattr(synthesizer, 'releases') else '')
-        raise SynthesizerInputError(
-            f'{type(synthesizer).__name__}{mode} cannot fit distributed or out-of-core rows: it '
-            'needs the rows at hand (DP-KIP runs DP-SGD on Poisson-subsampled rows, DP-MERF '
-            "releases='minibatch' draws secret batches). Distributed fits support "
-            f'{SUPPORTED}. Fit this synthesizer in memory with fit() on a pandas DataFrame.'
-        )

@@ -15,6 +15,7 @@ from rdt.transformers.pii.anonymizer import AnonymizedFaker
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.domain import parse_domain_spec, public_dtype, strip_data_derived
+from sdv_dpkme.domain.unit_box import unit_box  # noqa: F401 (re-exported for dpreweighting)
 
 
 def public_metadata(metadata, metadata_is_public, domain):
@@ -178,34 +179,3 @@ def warn_undeclared_types(domains, table_data):
             'value is parsed on its own and synthetic values come out as datetimes. Declare the '
             "public format: domain={'columns': {'<column>': {'datetime_format': '%Y-%m-%d'}}}."
         )
-
-
-def unit_box(processed_data):
-    """The encoded table as floats in [0, 1], the range of every DP transformer's output.
-
-    ``fit`` always gives values there; ``fit_processed_data`` takes them from the caller, and a
-    huge value (1e300) would overflow the unit-ball projection into NaN. So values outside are
-    clipped (with a warning) before any norm, and NaN is refused.
-    """
-    try:
-        x = processed_data.to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        raise SynthesizerInputError(
-            'The processed data must be numbers, as returned by preprocess().'
-        ) from None
-    return unit_box_array(x)
-
-
-def unit_box_array(x):
-    """``unit_box`` of an encoded float64 array (refuses NaN, clips to [0, 1] with a warning)."""
-    if np.isnan(x).any():
-        raise SynthesizerInputError(
-            'The processed data holds NaN; pass the output of preprocess() unchanged.'
-        )
-    if ((x < 0) | (x > 1)).any():
-        warnings.warn(
-            'The processed data holds values outside [0, 1], the range of the DP transformers; '
-            'they are clipped to it. Pass the output of preprocess() unchanged.'
-        )
-        x = np.clip(x, 0.0, 1.0)
-    return x

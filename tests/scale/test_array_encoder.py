@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from sdv_dpkme.domain import DPDiscreteTransformer
-from sdv_dpkme.synthesizers.public_state import unit_box
-from sdv_dpkme.synthesizers.rows import ArrayEncoder
+from sdv_dpkme.domain.unit_box import unit_box
+from sdv_dpkme.engines.row_encoding import ArrayEncoder
 from tests.conftest import make_table
 from tests.scale.test_fit_distributed import _synth
 

@@ -119,7 +119,7 @@ def test_a_large_encoded_table_is_announced_and_a_too_large_one_refused_issue21_
     monkeypatch.setattr(type(synth), 'encoded_warning_bytes', 1000)
     with pytest.warns(UserWarning, match=r"400 rows x 6\d\d encoded columns.*'city' 601"):
         synth.fit({'t': table})
-    monkeypatch.setattr('sdv_dpkme.synthesizers.base._physical_memory', lambda: 10_000)
+    monkeypatch.setattr('sdv_dpkme.synthesizers.processor._physical_memory', lambda: 10_000)
     fresh = build(kme_cls, known_categories=categories)
     monkeypatch.setattr(type(fresh), 'encoded_warning_bytes', 1000)
     with pytest.raises(SynthesizerInputError, match='Nothing was spent.*first digits'):

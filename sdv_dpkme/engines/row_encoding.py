@@ -1,4 +1,7 @@
-"""Row sources on the SDV side: encoded rows in chunks, for the partial sums of the one pass.
+"""Row encoding for the one pass: encoded rows in unit-box chunks, for their partial sums.
+
+It sits below both ``scale`` (the distributed pass) and ``synthesizers`` (the in-memory fit),
+which share it.
 
 - ``FrameRows``: the processed (encoded) pandas frame of an in-memory fit, turned into unit-box
   float64 chunks one at a time, so the whole float64 copy of the table is never held.
@@ -8,24 +11,20 @@
 """
 
 import warnings
-from collections import defaultdict
 
 from tqdm.auto import tqdm
 
 import numpy as np
-from sdv.errors import InvalidDataError
 
 from sdv_dpkme.domain.transformers import PublicDomainTransformer
+from sdv_dpkme.domain.unit_box import unit_box, unit_box_array
 from sdv_dpkme.engines.accumulate import ClassSums, chunk_rows, class_sums
-from sdv_dpkme.privacy.diagnostics import sanitised, showing_private_values
-from sdv_dpkme.synthesizers.public_state import unit_box, unit_box_array
 
 #: raw rows encoded at a time by a worker (the encoded block, not the features, is the bound)
 MAX_BLOCK_FLOATS = 8_000_000
 #: feature chunks of the distributed pass: at most this many rows and floats of the widest map.
-#: Larger than the in-memory fit's (4M floats: 80 rows of Adult's 49,422 pairwise features), whose
-#: chunking is kept so its releases stay bit-identical; 320-row chunks ran 1.4x (DP-MERF) to
-#: 1.7x (DP-HP) faster per row, and 1,024 rows slower again (RFF's cos/sin leave the cache).
+#: Larger than the in-memory fit's, whose chunking is kept so its releases stay bit-identical;
+#: larger still was slower (the random features' cos/sin leave the cache).
 PASS_CHUNK_ROWS = 320
 PASS_CHUNK_FLOATS = 16_000_000
 
@@ -148,31 +147,6 @@ class PartitionEncoder:
             class_sums(x, labels_of(x, self.target), self.n_classes, self.feature_maps,
                        chunk=min(self.chunk, len(x)), into=total)
         return total
-
-
-class TableChecks:
-    """The checks an in-memory fit runs on its rows in SDV's ``validate`` (the metadata's column
-    checks, the constraints' ``validate``), run by the workers on every row of the pass, so a
-    distributed fit refuses the rows an in-memory fit refuses. It holds public facts only (the
-    metadata and the constraints). A check across rows (a key's uniqueness) sees one chunk."""
-
-    def __init__(self, metadata, table_name, constraints):
-        self.metadata, self.table_name = metadata, table_name
-        self.constraints = list(constraints)
-
-    def __call__(self, frame):
-        # the table's own check: Metadata.validate_data would swap the process-wide warning
-        # state (catch_warnings), which is not safe in Dask's threads; a warnings list given to
-        # it keeps SDV's datetime-format advice quiet, as the in-memory fit's validate does
-        try:
-            self.metadata.tables[self.table_name].validate_data(frame, defaultdict(list))
-        except InvalidDataError as error:  # worded as Metadata.validate_data words it
-            worded = InvalidDataError([f'Errors in {self.table_name}:' + ''.join(
-                f'\nError: {e}' for e in error.errors)])
-            # SDV's text quotes values: raised from here it would pass for our own message
-            raise (worded if showing_private_values() else sanitised(worded)) from None
-        for constraint in self.constraints:
-            constraint.validate(data=frame, metadata=self.metadata)
 
 
 class ArrayEncoder:
