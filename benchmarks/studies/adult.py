@@ -34,11 +34,11 @@ per run, rewritten after every run), ``adult_tstr.csv`` (per classifier),
 
 Usage::
 
-    python benchmarks/adult.py                    # full benchmark (hours; see the estimate)
-    python benchmarks/adult.py --resume           # continue an interrupted run
-    python benchmarks/adult.py --quick            # smoke run (a few minutes)
-    python benchmarks/adult.py --methods dphp,mst --epsilons 1 --seeds 0
-    python benchmarks/adult.py --methods dphp --epsilons 1 --domain plain   # -> adult_domain_plain.*
+    python benchmarks/studies/adult.py                    # full benchmark (hours; see the estimate)
+    python benchmarks/studies/adult.py --resume           # continue an interrupted run
+    python benchmarks/studies/adult.py --quick            # smoke run (a few minutes)
+    python benchmarks/studies/adult.py --methods dphp,mst --epsilons 1 --seeds 0
+    python benchmarks/studies/adult.py --methods dphp --epsilons 1 --domain plain   # -> adult_domain_plain.*
 
 ``--domain`` picks what DP-HP / DP-MERF are told about Adult (the other methods and the scoring
 always use the bundled domain): ``bundled`` (default), the hand-tuned ``adult_domain.json``;
@@ -53,53 +53,25 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import inspect
 import json
 import math
-import multiprocessing
-import os
 import platform
-import resource
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = Path(__file__).resolve().parent
-SMARTNOISE_PYTHON = BENCH / '.venv-smartnoise' / 'bin' / 'python'
-SMARTNOISE_RUNNER = BENCH / 'peers' / 'run_smartnoise.py'
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+from benchmarks.harness import DELTA  # noqa: E402
 
-DELTA = 1e-5
-TARGET = 'income'
-TABLE = 'adult'
 ALPHAS = (3, 4)
+TABLE = 'adult'
 REFERENCE_LABEL = 'real training data'
-#: --domain choices: what DP-HP / DP-MERF are told about the table (see the module docstring)
-DOMAIN_ARMS = {
-    'bundled': 'the public Adult domain `adult_domain.json`: bounds, categories, integer '
-               'columns, log scale for capital-gain and capital-loss, educational-num and '
-               'hours-per-week one-hot over their integer values (`discrete`), age linear; '
-               'target_column="income"',
-    'plain': 'a plain declaration: known_min_max_values and known_categories of '
-             '`adult_domain.json` only, every other argument default (no target_column, no '
-             'integer columns, no scales: since the integer vote (integer_discovery, 3% of the '
-             'precision) the numerical columns\' integer-ness is decided under DP, then the '
-             'default encoding rule of docs/domains.md picks the scales)',
-    'plain-integers': 'the plain declaration plus integer_columns (all six numerical columns, '
-                      'as the warning on undeclared integer columns asks); no target_column, '
-                      'no scales: the default encoding rule decides',
-    'plain-linear': 'the plain declaration with every numerical column declared '
-                    "scale='linear' (what the plain declaration gave before the default "
-                    'encoding rule); no target_column',
-}
 
 #: CTGAN epochs for the full run. Measured on the full 39,073-row train split on the
 #: 2-core reference machine (shared, load average ~4.5): fit = 212 s with 1 epoch and
@@ -196,78 +168,6 @@ NOT_FOR_REFERENCE = ('fit_s', 'sample_s', 'peak_mb', 'epsilon_spent')
 
 
 # --------------------------------------------------------------------------- child side
-def _vm_hwm_mb():
-    """Peak resident set size of this process in MB (10^6 bytes), from ``VmHWM``.
-
-    ``getrusage().ru_maxrss`` is not used for the process itself: Linux carries it across
-    ``execve``, so a spawned child would report at least the parent's peak RSS. ``VmHWM``
-    belongs to the child's own address space. Falls back to ``ru_maxrss`` without /proc.
-    """
-    try:
-        with open('/proc/self/status') as handle:
-            for line in handle:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1]) * 1024 / 1e6
-    except OSError:
-        pass
-
-    scale = 1 if sys.platform == 'darwin' else 1024  # bytes on macOS, KiB on Linux
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e6
-
-
-def _load_split(quick):
-    from sdv_dpkme.datasets import adult_train_test_split, load_adult, load_adult_sample
-
-    _, metadata, domain = load_adult_sample()
-    train, test = adult_train_test_split(load_adult())
-    if quick:
-        train = train.sample(n=QUICK_TRAIN_ROWS, random_state=0).reset_index(drop=True)
-
-    return train, test, metadata, domain
-
-
-def _scores(test, table, metadata, domain, classifiers):
-    """Score ``table`` against the real test split.
-
-    ``evaluate(test, table)`` gives exactly the numbers of
-    ``evaluate(train, table, real_test=test)`` (with ``real_test`` given, the test split
-    is the reference for the quality report, the TSTR test set and TV), but skips the
-    train-real-test-real baseline that the latter refits for every run; that baseline is
-    the 'real training data' row, computed once.
-    """
-    from sdv_dpkme.evaluation import evaluate
-
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        result = evaluate(
-            test,
-            table,
-            metadata,
-            target_column=TARGET,
-            categories=domain['known_categories'],
-            bounds=domain['known_min_max_values'],
-            alphas=ALPHAS,
-            classifiers=None if classifiers is None else list(classifiers),
-        )
-    seconds = time.perf_counter() - start
-    keys = ('quality', 'column_shapes', 'column_pair_trends', 'diagnostic',
-            'tstr_roc_auc', 'tstr_pr_auc') + tuple(f'tv_alpha{a}' for a in ALPHAS)
-    row = {key: float(result[key]) for key in keys}
-    # where the quality is lost: the worst columns and pairs (evaluate's details, worst first)
-    shapes = result['column_shape_details'].dropna(subset=['Score']).head(4)
-    pairs = result['pair_trend_details'].dropna(subset=['Score']).head(4)
-    row['worst_shapes'] = '; '.join(f"{r['Column']} {r['Score']:.3f}" for _, r in shapes.iterrows())
-    row['worst_pairs'] = '; '.join(f"{r['Column 1']} x {r['Column 2']} {r['Score']:.3f}"
-                                   for _, r in pairs.iterrows())
-    tstr = result['tstr_table']
-    per_classifier = tstr.loc[tstr['classifier'] != 'mean']
-    row['n_classifiers'] = int(per_classifier['roc_auc'].notna().sum())
-    row['eval_s'] = seconds
-    table_rows = per_classifier[['classifier', 'roc_auc', 'pr_auc', 'fit_seconds', 'note']]
-    return row, table_rows.to_dict('records')
-
-
 def _resolve_device(device):
     import torch
 
@@ -276,131 +176,51 @@ def _resolve_device(device):
     return device
 
 
-def _timed_fit_sample(synthesizer, train, row):
-    """Fit on the train split, sample as many rows; record fit/sample wall time and peak RSS."""
-    start = time.perf_counter()
-    synthesizer.fit({TABLE: train})
-    row['fit_s'] = time.perf_counter() - start
-    start = time.perf_counter()
-    table = synthesizer.sample(len(train))[TABLE]
-    row['sample_s'] = time.perf_counter() - start
-    row['peak_mb'] = _vm_hwm_mb()  # imports + data + fit + sample
-    return table
+def _fit(task, train, metadata, domain, row):
+    """Fit one method through the harness; the sampled table (smartnoise: in its own venv)."""
+    extra = dict(task['model_kwargs'].get(task['method'], {}))
+    row['model_kwargs'] = json.dumps(extra) if extra else ''
+    family = METHODS[task['method']][1]
+    if family == 'smartnoise':
+        options = []
+        for key, flag in (('rounds', '--aim-rounds'), ('max_model_size', '--aim-max-model-size')):
+            if extra.get(key) is not None:
+                options += [flag, str(extra[key])]
+        table, info = harness.run_smartnoise(
+            task['method'], train, domain, task['epsilon'], DELTA, task['seed'], row,
+            python=task['smartnoise_python'], timeout=task['smartnoise_timeout'], options=options)
+        row['device'] = 'cpu'
+        row['model_kwargs'] = json.dumps(info.get('model_kwargs') or {})
+        row['aim_rounds'] = info.get('aim_rounds_effective')
+        row['aim_selected_rounds'] = info.get('aim_selected_rounds')
+        return table
+    if family == 'sdv':
+        import sdv.single_table
+        import torch
 
-
-def _declaration(domain, arm, target=False):
-    """Constructor arguments that declare Adult to DP-HP / DP-MERF for a --domain arm
-    (``target``: a plain arm also names target_column, as the bundled one always does)."""
-    if arm == 'bundled':
-        return dict(domain=domain, target_column=TARGET)
-    plain = dict(target_column=TARGET) if target else {}
-    plain.update(known_min_max_values={c: tuple(b) for c, b in
-                                       domain['known_min_max_values'].items()},
-                 known_categories=domain['known_categories'])
-    if arm == 'plain-linear':
-        plain['domain'] = {'columns': {c: {'scale': 'linear'}
-                                       for c in domain['known_min_max_values']}}
-    if arm == 'plain-integers':
-        plain['domain'] = {'integer_columns': list(domain['integer_columns'])}
-    return plain
-
-
-def _fit_dpkme(task, train, metadata, domain, row):
+        # SDV does not seed fitting; seed the global generators it uses.
+        np.random.seed(task['seed'])
+        torch.manual_seed(task['seed'])
+        cls = getattr(sdv.single_table, METHODS[task['method']][3])
+        row['device'] = _resolve_device(task['device']) if task['method'] == 'ctgan' else 'cpu'
+        if task['method'] == 'ctgan':
+            extra.update(enable_gpu=row['device'] == 'cuda', verbose=False)
+        synthesizer = harness.make(cls, metadata, None, **extra)
+        table = harness.fit_sample(synthesizer, train, row, TABLE)
+        row['epsilon_spent'] = float('inf')
+        return table
     import sdv_dpkme
 
     cls = getattr(sdv_dpkme, METHODS[task['method']][3])
-    kwargs = dict(
-        epsilon=task['epsilon'],
-        delta=DELTA,
-        random_state=task['seed'],
-        device=task['device'],
-        verbose=False,
-        **_declaration(domain, task.get('domain', 'bundled'), task.get('target', False)),
-    )
-    extra = dict(task['model_kwargs'].get(task['method'], {}))
-    accepted = inspect.signature(cls.__init__).parameters
-    dropped = [key for key in extra if key not in accepted]
-    for key in dropped:  # e.g. a quick-mode 'steps' a new class does not take
-        extra.pop(key)
-    if dropped:
-        row['note'] = f'ignored model kwargs {dropped}'
-    synthesizer = cls(metadata, **kwargs, **extra)
-    table = _timed_fit_sample(synthesizer, train, row)
-    try:
-        row['epsilon_spent'] = float(synthesizer.get_privacy_report().epsilon_spent)
-    except Exception:  # noqa: BLE001 - the report is informative only
-        row['epsilon_spent'] = np.nan
-    model = getattr(synthesizer, '_model', None)
-    generator = getattr(model, 'generator', None)
+    declared = harness.declaration(domain, task.get('domain', 'bundled'), task.get('target', False))
+    synthesizer = harness.make(cls, metadata, task['epsilon'], delta=DELTA,
+                               random_state=task['seed'], device=task['device'], verbose=False,
+                               **declared, **extra)
+    table = harness.fit_sample(synthesizer, train, row, TABLE)
+    row['epsilon_spent'] = harness.epsilon_spent(synthesizer)
+    generator = getattr(getattr(synthesizer, '_model', None), 'generator', None)
     parameter = next(generator.parameters(), None) if generator is not None else None
     row['device'] = str(parameter.device) if parameter is not None else task['device']
-    row['model_kwargs'] = json.dumps(extra) if extra else ''
-    return table
-
-
-def _fit_sdv(task, train, metadata, row):
-    import torch
-    from sdv.single_table import CTGANSynthesizer, GaussianCopulaSynthesizer
-
-    # SDV does not seed fitting; seed the global generators it uses.
-    np.random.seed(task['seed'])
-    torch.manual_seed(task['seed'])
-    extra = dict(task['model_kwargs'].get(task['method'], {}))
-    if task['method'] == 'ctgan':
-        device = _resolve_device(task['device'])
-        synthesizer = CTGANSynthesizer(metadata, enable_gpu=device == 'cuda', verbose=False,
-                                       **extra)
-        row['device'] = device
-    else:
-        synthesizer = GaussianCopulaSynthesizer(metadata, **extra)
-        row['device'] = 'cpu'
-    table = _timed_fit_sample(synthesizer, train, row)
-    row['epsilon_spent'] = float('inf')
-    row['model_kwargs'] = json.dumps(extra) if extra else ''
-    return table
-
-
-def _fit_smartnoise(task, train, domain, row):
-    extra = dict(task['model_kwargs'].get(task['method'], {}))
-    with tempfile.TemporaryDirectory(prefix='adult_smartnoise_') as folder:
-        folder = Path(folder)
-        train.to_csv(folder / 'train.csv', index=False)
-        (folder / 'domain.json').write_text(json.dumps(domain), encoding='utf-8')
-        command = [
-            task['smartnoise_python'], str(SMARTNOISE_RUNNER),
-            '--method', task['method'], '--epsilon', repr(float(task['epsilon'])),
-            '--delta', repr(DELTA), '--train', str(folder / 'train.csv'),
-            '--domain', str(folder / 'domain.json'), '--rows', str(len(train)),
-            '--seed', str(int(task['seed'])), '--out', str(folder / 'synthetic.csv'),
-            '--info', str(folder / 'info.json'),
-        ]
-        for key, flag in (('rounds', '--aim-rounds'), ('max_model_size', '--aim-max-model-size')):
-            if extra.get(key) is not None:
-                command += [flag, str(extra[key])]
-        env = dict(os.environ)
-        env.pop('PYTHONPATH', None)
-        env.setdefault('JAX_PLATFORMS', 'cpu')
-        start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env,
-                              timeout=task['smartnoise_timeout'])
-        row['subprocess_s'] = time.perf_counter() - start
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-15:]
-            raise RuntimeError(f'run_smartnoise.py exit {done.returncode}: ' + ' | '.join(tail))
-        info = json.loads((folder / 'info.json').read_text(encoding='utf-8'))
-        table = pd.read_csv(folder / 'synthetic.csv', keep_default_na=False, na_values=[])
-
-    # The child's own VmHWM (its address space only: venv imports + data + fit + sample).
-    # RUSAGE_CHILDREN ru_maxrss is recorded too; it can include this worker's RSS at fork.
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    row['peak_rusage_children_mb'] = children * (1 if sys.platform == 'darwin' else 1024) / 1e6
-    for key in ('fit_s', 'sample_s', 'peak_mb', 'epsilon_spent', 'preprocessor_epsilon'):
-        row[key] = info[key]
-    row['device'] = 'cpu'
-    row['model_kwargs'] = json.dumps(info.get('model_kwargs') or {})
-    row['aim_rounds'] = info.get('aim_rounds_effective')
-    row['aim_selected_rounds'] = info.get('aim_selected_rounds')
-    row['smartnoise_versions'] = json.dumps(info.get('versions', {}))
     return table
 
 
@@ -412,7 +232,7 @@ def run_task(task):
 
     if task.get('torch_threads'):
         torch.set_num_threads(task['torch_threads'])
-    train, test, metadata, domain = _load_split(task['quick'])
+    train, test, metadata, domain = harness.adult_split(QUICK_TRAIN_ROWS if task['quick'] else None)
     row = {
         'method': task['method'],
         'label': task['label'],
@@ -421,87 +241,24 @@ def run_task(task):
         'n_train': len(train),
         'n_test': len(test),
         'torch_threads': torch.get_num_threads(),
-        'base_mb': _vm_hwm_mb(),  # after imports and data loading, before the fit
+        'base_mb': harness.vm_hwm_mb(),  # after imports and data loading, before the fit
     }
-    family = 'reference' if task['method'] == 'reference' else METHODS[task['method']][1]
-    if family == 'reference':
-        table = train
-    elif family == 'dpkme':
-        table = _fit_dpkme(task, train, metadata, domain, row)
-    elif family == 'sdv':
-        table = _fit_sdv(task, train, metadata, row)
-    else:
-        table = _fit_smartnoise(task, train, domain, row)
+    table = train if task['method'] == 'reference' else _fit(task, train, metadata, domain, row)
     row['n_synthetic'] = len(table)
 
-    scores, classifiers = _scores(test, table, metadata, domain, task['classifiers'])
+    scores, details = harness.score(test, table, metadata, domain, task['classifiers'], ALPHAS)
     row.update(scores)
-    row['peak_eval_mb'] = _vm_hwm_mb()
+    classifiers = details['tstr']
+    row['peak_eval_mb'] = harness.vm_hwm_mb()
     for entry in classifiers:
         entry.update({'method': task['method'], 'label': task['label'],
                       'epsilon': task['epsilon'], 'seed': task['seed']})
 
-    _shutdown_loky()
+    harness.shutdown_loky()
     return row, classifiers
 
 
-def _shutdown_loky():
-    """Kill joblib's reusable loky workers (CTGAN's transformer starts them).
-
-    Otherwise this worker process cannot exit until they time out (300 s idle), which
-    once added ~4.5 min of nothing to a CTGAN run. Their memory is not in ``peak_mb``.
-    """
-    try:
-        from joblib.externals.loky import reusable_executor
-    except ImportError:
-        return
-    executor = getattr(reusable_executor, '_executor', None)
-    if executor is not None:
-        executor.shutdown(wait=True, kill_workers=True)
-
-
 # -------------------------------------------------------------------------- parent side
-def _run_isolated(task):
-    """Run ``task`` in a fresh spawned process (one process per task).
-
-    A one-worker ``ProcessPoolExecutor`` per task behaves like
-    ``get_context('spawn').Pool(1, maxtasksperchild=1)`` but raises
-    ``BrokenProcessPool`` instead of hanging if the child is killed (e.g. OOM).
-    """
-    context = multiprocessing.get_context('spawn')
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as executor:
-        return executor.submit(run_task, task).result()
-
-
-def _check_dpkme(class_name):
-    """``(ok, reason)``: can ``from sdv_dpkme import class_name`` run? (in a subprocess)."""
-    code = f'from sdv_dpkme import {class_name}'
-    try:
-        done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                              timeout=300, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return False, f'`{code}` timed out'
-    if done.returncode == 0:
-        return True, ''
-    last = (done.stderr.strip().splitlines() or ['(no output)'])[-1]
-    return False, f'`{code}` fails: {last}'
-
-
-def _check_smartnoise(python):
-    if not Path(python).exists():
-        return False, (f'smartnoise venv not found ({python}); create it with '
-                       '`bash benchmarks/peers/setup_smartnoise.sh`')
-    try:
-        done = subprocess.run([str(python), '-c', 'import snsynth.mst, snsynth.aim'],
-                              capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired:
-        return False, 'importing snsynth timed out'
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ['(no output)'])[-1]
-        return False, f'smartnoise venv cannot import snsynth: {last}'
-    return True, ''
-
-
 def _epsilon_label(epsilon, method=None):
     if epsilon is None or (isinstance(epsilon, float) and math.isnan(epsilon)):
         return '–'
@@ -514,97 +271,6 @@ def _epsilon_label(epsilon, method=None):
 
 def _method_label(method):
     return REFERENCE_LABEL if method == 'reference' else METHODS[method][0]
-
-
-def _parse_floats(text):
-    return [float(item) for item in text.split(',') if item.strip()]
-
-
-def _parse_ints(text):
-    return [int(item) for item in text.split(',') if item.strip()]
-
-
-def _cpu_model():
-    try:
-        with open('/proc/cpuinfo') as handle:
-            for line in handle:
-                if line.lower().startswith('model name'):
-                    return line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _usable_cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count()
-
-
-def _memory_gb():
-    try:
-        with open('/proc/meminfo') as handle:
-            for line in handle:
-                if line.startswith('MemTotal:'):
-                    return int(line.split()[1]) / 1024 ** 2
-    except OSError:
-        pass
-    return None
-
-
-def _git_commit():
-    try:
-        out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _versions():
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {}
-    for name in ('sdv-dpkme', 'sdv', 'ctgan', 'sdmetrics', 'torch', 'scikit-learn', 'xgboost'):
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = 'not installed'
-    return found
-
-
-def _fmt(value, fmt):
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        if isinstance(value, float) and math.isinf(value):
-            return '∞'
-        return '–'
-    return fmt.format(value)
-
-
-def _mean_std(values, fmt):
-    values = pd.to_numeric(pd.Series(values), errors='coerce')
-    finite = values[np.isfinite(values)]
-    if len(finite) == 0:
-        if len(values) and values.notna().all() and np.isinf(values).all():
-            return '∞'
-        return '–'
-    mean = _fmt(float(finite.mean()), fmt)
-    if len(finite) < 2:
-        return mean
-    return f'{mean} ± {_fmt(float(finite.std(ddof=1)), fmt)}'
-
-
-def _spent(values, fmt):
-    """Largest ε spent over the seeds (it does not vary, so no ± is shown)."""
-    values = pd.to_numeric(pd.Series(values), errors='coerce').dropna()
-    return _fmt(float(values.max()), fmt) if len(values) else '–'
-
-
-def _markdown_table(header, rows):
-    lines = ['| ' + ' | '.join(header) + ' |', '|' + '|'.join('---' for _ in header) + '|']
-    lines += ['| ' + ' | '.join(str(cell) for cell in row) + ' |' for row in rows]
-    return '\n'.join(lines)
 
 
 def _ok(frame):
@@ -645,9 +311,9 @@ def summary_rows(frame):
             elif column not in ok:
                 cells.append('–')
             elif column == 'epsilon_spent':
-                cells.append(_spent(ok[column], fmt))
+                cells.append(harness.largest(ok[column], fmt))
             else:
-                cells.append(_mean_std(ok[column], fmt))
+                cells.append(harness.mean_std(ok[column], fmt))
         rows.append(cells)
     return rows
 
@@ -663,8 +329,8 @@ def raw_rows(frame):
                 if method == 'reference' and column in NOT_FOR_REFERENCE:
                     cells.append('–')
                 else:
-                    cells.append(_fmt(row.get(column), fmt))
-            cells.append(_fmt(row.get('eval_s'), '{:.0f}'))
+                    cells.append(harness.fmt(row.get(column), fmt))
+            cells.append(harness.fmt(row.get('eval_s'), '{:.0f}'))
             note = row.get('error') if isinstance(row.get('error'), str) else row.get('note')
             cells.append(str(note).replace('|', '/')[:160] if isinstance(note, str) else '')
             rows.append(cells)
@@ -686,8 +352,8 @@ def bar_rows(frame):
             worst = float(values.min() if comparison == '>=' else values.max())
             passed = mean >= threshold if comparison == '>=' else mean <= threshold
             fmt = '{:.3f}' if not unit else ('{:.1f}' if unit == ' s' else '{:.0f}')
-            rows.append([_method_label(method), label, bar, _mean_std(values, fmt),
-                         _fmt(worst, fmt), 'PASS' if passed else 'FAIL'])
+            rows.append([_method_label(method), label, bar, harness.mean_std(values, fmt),
+                         harness.fmt(worst, fmt), 'PASS' if passed else 'FAIL'])
     return rows
 
 
@@ -794,7 +460,7 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
         'sampling; the privacy noise is always fresh, so runs differ even at equal seeds.',
         '- **DP-HP / DP-MERF** (`sdv_dpkme`): `DPHPSynthesizer` / `DPMERFSynthesizer(metadata, '
         f'epsilon=ε, delta={DELTA:g}, random_state=seed, …)` declared with '
-        f'`--domain {args.domain}`: {DOMAIN_ARMS[args.domain]}'
+        f'`--domain {args.domain}`: {harness.DOMAIN_ARMS[args.domain]}'
         + ('; with --target: target_column="income" too' if args.target
            and args.domain != 'bundled' else '') + '; '
         f'model kwargs {mk.get("dphp") or "default"} / {mk.get("dpmerf") or "default"}. '
@@ -856,7 +522,7 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
     lines.append('## Results (mean ± std over seeds)')
     lines.append('')
     header = ['method', 'ε', 'runs'] + [label for _, label, _ in METRICS]
-    lines.append(_markdown_table(header, summary_rows(frame)))
+    lines.append(harness.markdown_table(header, summary_rows(frame)))
     lines.append('')
     lines.append(f'## Bars from the issue (ε = {BAR_EPSILON:g}, mean over seeds)')
     lines.append('')
@@ -865,14 +531,14 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
                      '2 classifiers — the verdicts below say nothing about the real '
                      'benchmark._')
         lines.append('')
-    lines.append(_markdown_table(['method', 'criterion', 'bar', 'ε=1 mean ± std',
+    lines.append(harness.markdown_table(['method', 'criterion', 'bar', 'ε=1 mean ± std',
                                   'worst seed', 'verdict'], bar_rows(frame)))
     lines.append('')
     lines.append('## Per-run results')
     lines.append('')
     header = (['method', 'ε', 'seed'] + [label for _, label, _ in METRICS]
               + ['eval s', 'note'])
-    lines.append(_markdown_table(header, raw_rows(frame)))
+    lines.append(harness.markdown_table(header, raw_rows(frame)))
     lines.append('')
     stem = Path(path).stem
     lines.append(f'Raw numbers: `{stem}.csv` (per run), `{stem}_tstr.csv` (per classifier). '
@@ -1020,13 +686,13 @@ def parse_args(argv=None):
     parser.add_argument('--epsilons', default='0.3,1,10,inf',
                         help='comma-separated ε values; "inf" = no noise (DP-HP/DP-MERF only)')
     parser.add_argument('--seeds', default='0,1,2', help='comma-separated seeds')
-    parser.add_argument('--out', default=str(BENCH / 'results'), help='output folder')
+    parser.add_argument('--out', default=str(harness.BENCH / 'results'), help='output folder')
     parser.add_argument('--target', action='store_true',
                         help='plain arms also pass target_column="income" (outputs get a '
                              '_target suffix)')
     parser.add_argument('--torch-threads', type=int, default=None,
                         help='torch threads of each run (default: torch\'s own)')
-    parser.add_argument('--domain', default='bundled', choices=tuple(DOMAIN_ARMS),
+    parser.add_argument('--domain', default='bundled', choices=tuple(harness.DOMAIN_ARMS),
                         help='what DP-HP / DP-MERF are told about Adult (outputs of an arm '
                              'other than bundled go to adult_domain_<arm>.*)')
     parser.add_argument('--resume', action='store_true',
@@ -1045,7 +711,7 @@ def parse_args(argv=None):
                              '0 = smartnoise default 16 * n_columns)')
     parser.add_argument('--aim-max-model-size', type=float, default=AIM_MAX_MODEL_SIZE,
                         help='AIM max_model_size in MB (default: smartnoise default 80)')
-    parser.add_argument('--smartnoise-python', default=str(SMARTNOISE_PYTHON),
+    parser.add_argument('--smartnoise-python', default=str(harness.SMARTNOISE_PYTHON),
                         help='python of the smartnoise venv')
     parser.add_argument('--smartnoise-timeout', type=int, default=SMARTNOISE_TIMEOUT_S,
                         help='seconds before an MST/AIM subprocess is killed')
@@ -1065,15 +731,15 @@ def parse_args(argv=None):
     if unknown:
         parser.error(f'unknown method(s) {unknown}; choose from {list(METHODS)}')
     if args.quick:
-        args.epsilon_list = [1.0] if args.epsilons == '0.3,1,10,inf' else _parse_floats(args.epsilons)
-        args.seed_list = [0] if args.seeds == '0,1,2' else _parse_ints(args.seeds)
+        args.epsilon_list = [1.0] if args.epsilons == '0.3,1,10,inf' else harness.parse_floats(args.epsilons)
+        args.seed_list = [0] if args.seeds == '0,1,2' else harness.parse_ints(args.seeds)
         args.classifiers = list(QUICK_CLASSIFIERS)
         steps = QUICK_STEPS if args.steps is None else args.steps
         epochs = QUICK_CTGAN_EPOCHS if args.ctgan_epochs is None else args.ctgan_epochs
         rounds = QUICK_AIM_ROUNDS if args.aim_rounds is None else args.aim_rounds
     else:
-        args.epsilon_list = _parse_floats(args.epsilons)
-        args.seed_list = _parse_ints(args.seeds)
+        args.epsilon_list = harness.parse_floats(args.epsilons)
+        args.seed_list = harness.parse_ints(args.seeds)
         args.classifiers = None
         steps = args.steps
         epochs = CTGAN_EPOCHS if args.ctgan_epochs is None else args.ctgan_epochs
@@ -1113,10 +779,10 @@ def main(argv=None):
     for method in args.method_list:
         family, name = METHODS[method][1], METHODS[method][3]
         if family == 'dpkme':
-            available[method] = _check_dpkme(name)
+            available[method] = harness.check_import(f'from sdv_dpkme import {name}')
         elif family == 'smartnoise':
             if 'smartnoise' not in checked:
-                checked['smartnoise'] = _check_smartnoise(args.smartnoise_python)
+                checked['smartnoise'] = harness.check_smartnoise(args.smartnoise_python)
             available[method] = checked['smartnoise']
         if method in available and not available[method][0]:
             skipped[method] = available[method][1]
@@ -1160,7 +826,7 @@ def main(argv=None):
     for index, task in enumerate(tasks, 1):
         run_start = time.perf_counter()
         try:
-            row, classifiers = _run_isolated(task)
+            row, classifiers = harness.run_isolated(run_task, task)
             row['error'] = None
             tstr_rows.extend(classifiers)
         except Exception as error:  # noqa: BLE001 - record it and go on with the next run
@@ -1202,20 +868,20 @@ def main(argv=None):
     sn_versions = {}
     if 'smartnoise_versions' in ok and ok['smartnoise_versions'].notna().any():
         sn_versions = json.loads(ok['smartnoise_versions'].dropna().iloc[-1])
-    memory = _memory_gb()
+    memory = harness.memory_gb()
     machine = {
         'date': _dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z'),
-        'command': 'python benchmarks/adult.py' + (
+        'command': 'python benchmarks/studies/adult.py' + (
             ' ' + ' '.join(sys.argv[1:]) if len(sys.argv) > 1 and argv is None else ''),
-        'cpu': _cpu_model(),
-        'cores': _usable_cores(),
+        'cpu': harness.cpu_model(),
+        'cores': harness.usable_cores(),
         'memory': f'{memory:.0f} GB' if memory else '?',
         'torch_threads': ', '.join(str(int(t)) for t in threads) or '?',
         'device': ', '.join(sorted(set(devices))) or args.device,
         'python': platform.python_version(),
         'platform': platform.platform(terse=True),
-        'versions': _versions(),
-        'git': _git_commit(),
+        'versions': harness.versions(),
+        'git': harness.git_commit(),
         'smartnoise_versions': sn_versions,
     }
     elapsed = time.perf_counter() - started
