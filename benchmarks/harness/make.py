@@ -5,17 +5,24 @@ from __future__ import annotations
 import contextlib
 import inspect
 
-try:
-    from sdv_dpkme.synthesizers.options import build_kwargs
-except ImportError:  # the constructor with kernel/training objects has not landed yet
-    build_kwargs = None
-
-try:
-    from sdv_dpkme.privacy.testing import fixed_noise as _package_fixed_noise
-except ImportError:  # older package: the noise seed is still a constructor argument
-    _package_fixed_noise = None
-
 _noise_seed = [None]
+
+
+def _build_kwargs():
+    # imported when first used, so a study can put a pinned package first on sys.path
+    try:
+        from sdv_dpkme.synthesizers.options import build_kwargs
+    except ImportError:  # the constructor with kernel/training objects has not landed yet
+        return None
+    return build_kwargs
+
+
+def _package_fixed_noise():
+    try:
+        from sdv_dpkme.privacy.testing import fixed_noise
+    except ImportError:  # older package: the noise seed is still a constructor argument
+        return None
+    return fixed_noise
 
 
 @contextlib.contextmanager
@@ -27,9 +34,10 @@ def fixed_noise(seed):
         yield
         return
     previous, _noise_seed[0] = _noise_seed[0], seed
+    package = _package_fixed_noise()
     try:
-        if _package_fixed_noise is not None:
-            with _package_fixed_noise(seed):
+        if package is not None:
+            with package(seed):
                 yield
         else:
             yield
@@ -47,6 +55,7 @@ def make(cls, metadata, epsilon, **flat):
     """
     if not cls.__module__.startswith('sdv_dpkme'):
         return cls(metadata, **flat)
+    build_kwargs = _build_kwargs()
     if build_kwargs is not None:
         return cls(metadata, **build_kwargs(cls, {'epsilon': epsilon, **flat}))
     return _make_before_options(cls, metadata, epsilon, flat)

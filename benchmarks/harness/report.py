@@ -29,7 +29,7 @@ def mean_std(values, spec='{:.3f}'):
     mean = fmt(float(finite.mean()), spec)
     if len(finite) < 2:
         return mean
-    return f'{mean} ± {fmt(float(finite.std(ddof=1)), spec)}'
+    return f"{mean} ± {fmt(float(finite.std(ddof=1)), spec.replace('+', ''))}"
 
 
 def largest(values, spec='{:.4g}'):

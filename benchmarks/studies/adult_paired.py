@@ -1,21 +1,20 @@
 """Paired ablation of DP-HP / DP-MERF settings on UCI Adult (ε = 1 by default).
 
-Every arm is fitted on the same pairs (noise_seed, random_state): the test-only ``noise_seed``
-fixes the privacy noise, so the arms of one pair share their noise draw. Training still diverges
+Every arm is fitted on the same pairs (noise seed, random_state): the harness's test-only
+``fixed_noise`` fixes the privacy noise, so the arms of one pair share their noise draw. Training still diverges
 between arms (any change moves the whole trajectory; single fits vary by about ±0.01 ROC), so
 judge an arm on several pairs, not one. This is for choosing defaults; ``adult.py`` (fresh
 noise, 3 seeds, every ε) is the protocol that the bars are judged on. Same split, sample size
 and evaluation as ``adult.py``.
 
-    python benchmarks/adult_paired.py --method dphp \
+    python benchmarks/studies/adult_paired.py --method dphp \
         --arm 'defaults={}' --arm 'blocks={"product_schedule": "blocks"}' \
         --arm 'linear-hours={"domain_scales": {"hours-per-week": "linear"}}' \
         --pairs 10:0,12:2,200:0,201:1,202:2 --name dphp_example
 
-An arm is ``label=JSON`` of model kwargs (the key ``attributes``: {name: value} set on the
-synthesizer after construction, for class-level settings such as ``max_link_width``); the key
-``domain_scales`` instead sets the ``scale`` of
-columns in the bundled public domain. ``--domain plain [--target]`` declares Adult as the plain
+An arm is ``label=JSON`` of flat settings (``harness.make``: constructor arguments and
+``kernel`` / ``training`` fields by name, e.g. ``{"steps": 400, "selected_pairs": 0}``); the key
+``domain_scales`` instead sets the ``scale`` of columns in the bundled public domain. ``--domain plain [--target]`` declares Adult as the plain
 arms of ``adult.py`` do (bounds and categories only) instead of the bundled domain. Writes
 ``results/adult_paired_<name>.csv`` (one row per fit, appended as runs finish, ``--resume`` skips
 those done) and ``.md`` (paired table, means, wins against the first arm).
@@ -34,10 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
 
-import adult  # noqa: E402  (same split and scoring as the protocol benchmark)
+METHODS = {'dphp': 'DPHPSynthesizer', 'dpmerf': 'DPMERFSynthesizer'}
 
 DEFAULT_PAIRS = '10:0,12:2,200:0,201:1,202:2'
 
@@ -68,24 +67,20 @@ def run_pair(task):
     import sdv_dpkme
 
     torch.set_num_threads(task['threads'])
-    train, test, metadata, domain = adult._load_split(False)
-    kwargs = copy.deepcopy(task['kwargs'])
+    train, test, metadata, domain = harness.adult_split()
+    settings = copy.deepcopy(task['kwargs'])
     domain = copy.deepcopy(domain)
-    for column, scale in kwargs.pop('domain_scales', {}).items():
+    for column, scale in settings.pop('domain_scales', {}).items():
         domain.setdefault('columns', {}).setdefault(column, {})['scale'] = scale
-    if task['domain'] == 'bundled':
-        declaration = dict(domain=domain, target_column=adult.TARGET)
-    else:  # what a plain arm of adult.py declares (the scoring still uses the bundled domain)
-        declaration = adult._declaration(domain, task['domain'], target=task['target'])
-    cls = getattr(sdv_dpkme, adult.METHODS[task['method']][3])
-    attributes = kwargs.pop('attributes', {})
-    synth = cls(metadata, epsilon=task['epsilon'], delta=adult.DELTA, random_state=task['rs'],
-                noise_seed=task['ns'], verbose=False, **declaration, **kwargs)
-    for name, value in attributes.items():  # class-level settings, e.g. max_link_width
-        setattr(synth, name, value)
+    # a plain arm declares what adult.py's plain arms do (the scoring uses the bundled domain)
+    declared = harness.declaration(domain, task['domain'], target=task['target'])
+    cls = getattr(sdv_dpkme, METHODS[task['method']])
     row = {'arm': task['arm'], 'ns': task['ns'], 'rs': task['rs'], 'epsilon': task['epsilon']}
-    table = adult._timed_fit_sample(synth, train, row)
-    scores, _ = adult._scores(test, table, metadata, domain, None)
+    with harness.fixed_noise(task['ns']):
+        synth = harness.make(cls, metadata, task['epsilon'], delta=harness.DELTA,
+                             random_state=task['rs'], verbose=False, **declared, **settings)
+        table = harness.fit_sample(synth, train, row)
+    scores, _ = harness.score(test, table, metadata, domain)
     row.update({k: scores[k] for k in ('quality', 'column_shapes', 'column_pair_trends',
                                         'tstr_roc_auc', 'tstr_pr_auc', 'tv_alpha3', 'eval_s')})
     # test-only noise seed: epsilon_spent is inf; the calibrated spend is what is compared
@@ -101,9 +96,9 @@ def write_markdown(frame, arms, path, args):
     table = table[[a for a in order if a in table.columns]]
     lines = [f'# Paired ablation: {args.method}, ε = {args.epsilon:g}', '',
              f'Generated {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} by '
-             f'`python benchmarks/adult_paired.py {" ".join(sys.argv[1:])}` (git '
-             f'{adult._git_commit()}). Cells: TSTR ROC-AUC / PR-AUC (12 classifiers, real test '
-             'split); one fit per cell, fitted with the pair\'s test-only noise_seed ns and '
+             f'`python benchmarks/studies/adult_paired.py {" ".join(sys.argv[1:])}` (git '
+             f'{harness.git_commit()}). Cells: TSTR ROC-AUC / PR-AUC (12 classifiers, real test '
+             'split); one fit per cell, fitted with the pair\'s test-only fixed noise seed ns and '
              'random_state rs.', '', 'Arms:', '']
     lines += [f'- `{label}`: `{json.dumps(kwargs)}`' for label, kwargs in arms]
     lines += ['', '| (ns, rs) | ' + ' | '.join(table.columns) + ' |',
@@ -135,16 +130,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--method', default='dphp', choices=('dphp', 'dpmerf'))
     parser.add_argument('--arm', action='append', type=parse_arm, required=True,
-                        help='label=JSON of model kwargs (repeat; the first is the baseline)')
+                        help='label=JSON of flat settings (repeat; the first is the baseline)')
     parser.add_argument('--pairs', default=DEFAULT_PAIRS, type=parse_pairs,
-                        help='comma-separated noise_seed:random_state pairs')
+                        help='comma-separated noise-seed:random_state pairs')
     parser.add_argument('--epsilon', type=float, default=1.0)
-    parser.add_argument('--domain', default='bundled', choices=tuple(adult.DOMAIN_ARMS),
+    parser.add_argument('--domain', default='bundled', choices=tuple(harness.DOMAIN_ARMS),
                         help="what the synthesizer is told about Adult, as adult.py's --domain")
     parser.add_argument('--target', action='store_true',
                         help="a plain --domain also names target_column (as adult.py's --target)")
     parser.add_argument('--name', required=True, help='output file stem')
-    parser.add_argument('--out', default=str(BENCH / 'results'))
+    parser.add_argument('--out', default=str(harness.RESULTS))
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--resume', action='store_true')

@@ -10,24 +10,23 @@ Protocol
   ``--train-rows N``, a fixed public subsample of it (``DataFrame.sample(N, random_state=0)``;
   the same rows for every method and seed). Test = a fixed stratified subsample of 20,000 rows of
   the official ``census-income.test`` (``train_test_split(..., stratify=income, random_state=0)``,
-  as ``benchmarks/dpkip.py``), the same rows for every run.
+  as ``benchmarks/studies/dpkip.py``), the same rows for every run.
 * Public domain: ``load_census``'s domain (``census_domain.json``, written from documentation).
 * DP-HP (``dphp``): ``DPHPSynthesizer`` with the PLAIN declaration of Census, built by
-  ``adult._declaration(domain, 'plain', target=True)``: ``known_min_max_values`` and
+  ``harness.declaration(domain, 'plain', target=True)``: ``known_min_max_values`` and
   ``known_categories`` of the domain plus ``target_column='income'``; every other argument
   default (``epsilon=1``, ``delta=1e-5``, ``random_state=seed``, ``verbose=False``; no integer
   columns, no scales: the package's defaults decide). One torch thread.
 * MST (``mst``): smartnoise-synth 1.0.8 MST through ``benchmarks/peers/run_smartnoise.py``
   under ``benchmarks/.venv-smartnoise`` (``bash benchmarks/peers/setup_smartnoise.sh``), exactly
-  as ``benchmarks/adult.py`` runs it for Adult: the domain JSON (public bounds, public category
+  as ``benchmarks/studies/adult.py`` runs it for Adult: the domain JSON (public bounds, public category
   lists, integer columns) is written to a temporary folder with the train rows, and
   ``--rows`` = train rows. ``run_smartnoise.py`` bins numeric columns on explicit public edges;
   it ships edges for Adult only (other columns fall back to 10 equal-width bins on the bounds,
   which would put every capital-gain amount below 10,000 in the same bin as 0). The public Census
   edges in ``CENSUS_BIN_EDGES`` below (chosen a priori from the documented bounds, never from the
-  rows: 0 gets its own bin for the money columns and for weeks worked, 52 weeks too) are handed to
-  it by a small launcher (``_SMARTNOISE_LAUNCHER``) that adds them to ``run_smartnoise``'s
-  ``ADULT_BIN_EDGES`` table before calling its ``main``; nothing else changes.
+  rows: 0 gets its own bin for the money columns and for weeks worked, 52 weeks too) go to it in
+  the domain file's ``bin_edges``; nothing else changes.
 * Both: as many synthetic rows as train rows; the fit runs in a freshly spawned process (peak
   memory = that process's VmHWM; for MST, the smartnoise subprocess's own VmHWM), with
   OMP/MKL/OPENBLAS = 1 thread, XLA single-threaded, under the caller's ``nice``.
@@ -59,11 +58,11 @@ Protocol
 Usage::
 
     # smoke run (20,000 train rows, one seed)
-    nice -n 10 .venv/bin/python benchmarks/census_quality.py --train-rows 20000 --seeds 0
+    nice -n 10 .venv/bin/python benchmarks/studies/census_quality.py --train-rows 20000 --seeds 0
     # the comparison (full train split, seeds 0, 1, 2), DP-HP on the committed package
-    nice -n 10 .venv/bin/python benchmarks/census_quality.py --seeds 0,1,2 --package-ref HEAD --resume
+    nice -n 10 .venv/bin/python benchmarks/studies/census_quality.py --seeds 0,1,2 --package-ref HEAD --resume
     # rebuild the markdown only
-    .venv/bin/python benchmarks/census_quality.py --report-only
+    .venv/bin/python benchmarks/studies/census_quality.py --report-only
 """
 
 from __future__ import annotations
@@ -72,8 +71,6 @@ import argparse
 import datetime as _dt
 import hashlib
 import json
-import math
-import multiprocessing
 import os
 import platform
 import subprocess
@@ -82,7 +79,6 @@ import tempfile
 import time
 import traceback
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 # one BLAS / OpenMP thread per run (the 2 cores are shared); set before numpy loads
@@ -92,18 +88,13 @@ for _name in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+from benchmarks.harness import DELTA, ROOT, TARGET  # noqa: E402
 
-import adult  # noqa: E402  (shared harness: the plain declaration, VmHWM, helpers)
-
-TARGET = 'income'
 TABLE = 'census'
 POSITIVE = '50000+'
 EPSILON = 1.0
-DELTA = adult.DELTA
-TEST_ROWS = 20_000
 ALPHAS = (3,)
 DEFAULT_CLASSIFIERS = ('LogisticRegression', 'XGBClassifier')
 SMARTNOISE_TIMEOUT_S = 3600
@@ -128,15 +119,6 @@ CENSUS_BIN_EDGES = {
     'weeks_worked_in_year': [0, 1, 10, 20, 30, 40, 48, 52, 53],
 }
 
-#: Runs run_smartnoise.main with the Census edges added to its public edge table.
-_SMARTNOISE_LAUNCHER = (
-    'import json, sys\n'
-    'sys.path.insert(0, sys.argv[1])\n'
-    'import run_smartnoise\n'
-    'run_smartnoise.ADULT_BIN_EDGES.update(json.loads(sys.argv[2]))\n'
-    'sys.exit(run_smartnoise.main(sys.argv[3:]))\n'
-)
-
 #: summary columns: (key, header, format, higher_is_better)
 METRICS = (
     ('quality', 'quality', '{:.3f}', True),
@@ -157,83 +139,19 @@ COSTS = (
 
 
 # --------------------------------------------------------------------------- child side
-def load_split(train_rows):
-    """``(train, test, metadata, domain)``: the (sub)sampled official train split and the fixed
-    stratified 20,000-row subsample of the official test split."""
-    from sklearn.model_selection import train_test_split
-
-    from sdv_dpkme.datasets import load_census
-
-    train, metadata, domain = load_census(split='train')
-    test, _, _ = load_census(split='test')
-    test = train_test_split(test, train_size=TEST_ROWS, stratify=test[TARGET],
-                            random_state=0)[0].reset_index(drop=True)
-    if train_rows and train_rows < len(train):
-        train = train.sample(n=train_rows, random_state=0).reset_index(drop=True)
-    return train, test, metadata, domain
-
-
-def score(test, table, metadata, domain, classifiers, alphas):
-    """Score ``table`` against the real test rows (quality, diagnostic, TSTR, TV)."""
-    from sdv_dpkme.evaluation import evaluate
-
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        result = evaluate(
-            test, table, metadata, target_column=TARGET,
-            categories=domain['known_categories'], bounds=domain['known_min_max_values'],
-            alphas=alphas, classifiers=list(classifiers), random_state=0, n_jobs=1,
-        )
-    row = {'eval_s': time.perf_counter() - start}
-    for key in ('quality', 'column_shapes', 'column_pair_trends', 'diagnostic',
-                'tstr_roc_auc', 'tstr_pr_auc') + tuple(f'tv_alpha{a}' for a in alphas):
-        row[key] = float(result[key])
-    shapes = result['column_shape_details']
-    pairs = result['pair_trend_details']
-    tstr = result['tstr_table']
-    per = tstr.loc[tstr['classifier'] != 'mean']
-    row['n_classifiers'] = int(per['roc_auc'].notna().sum())
-    row['worst_shapes'] = '; '.join(f"{r['Column']} {r['Score']:.3f}"
-                                    for _, r in shapes.dropna(subset=['Score']).head(5).iterrows())
-    row['worst_pairs'] = '; '.join(f"{r['Column 1']} x {r['Column 2']} {r['Score']:.3f}"
-                                   for _, r in pairs.dropna(subset=['Score']).head(5).iterrows())
-    details = {
-        'shapes': [[r['Column'], r['Metric'], _num(r['Score'])] for _, r in shapes.iterrows()],
-        'pairs': [[r['Column 1'], r['Column 2'], r['Metric'], _num(r['Score'])]
-                  for _, r in pairs.iterrows()],
-        'tstr': [{'classifier': r['classifier'], 'roc_auc': _num(r['roc_auc']),
-                  'pr_auc': _num(r['pr_auc']), 'fit_seconds': _num(r['fit_seconds']),
-                  'note': r.get('note') or ''} for _, r in per.iterrows()],
-    }
-    return row, details
-
-
-def _num(value):
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def _fit_dphp(task, train, metadata, domain, row):
     from sdv_dpkme import DPHPSynthesizer
 
-    declaration = adult._declaration(domain, 'plain', target=True)
-    extra = json.loads(task.get('dphp_kwargs') or '{}')
-    attributes = extra.pop('attributes', {})
-    synth = DPHPSynthesizer(metadata, epsilon=EPSILON, delta=DELTA, random_state=task['seed'],
-                            verbose=False, **declaration, **extra)
-    for name, value in attributes.items():  # class-level settings, e.g. max_link_width
-        setattr(synth, name, value)
+    declaration = harness.declaration(domain, 'plain', target=True)
+    settings = json.loads(task.get('dphp_kwargs') or '{}')
+    noise = None if task.get('noise_seed') is None else task['noise_seed'] + task['seed']
     row['dphp_kwargs'] = task.get('dphp_kwargs')
     caught = []
-    with warnings.catch_warnings(record=True) as log:
+    with warnings.catch_warnings(record=True) as log, harness.fixed_noise(noise):
         warnings.simplefilter('always')
-        start = time.perf_counter()
-        synth.fit({TABLE: train})
-        row['fit_s'] = time.perf_counter() - start
-        start = time.perf_counter()
-        table = synth.sample(len(train))
-        row['sample_s'] = time.perf_counter() - start
+        synth = harness.make(DPHPSynthesizer, metadata, EPSILON, delta=DELTA,
+                             random_state=task['seed'], verbose=False, **declaration, **settings)
+        table = harness.fit_sample(synth, train, row, TABLE)
         caught = list(log)
     table = table[TABLE] if isinstance(table, dict) else table
     gen = synth._model.generator
@@ -241,7 +159,6 @@ def _fit_dphp(task, train, metadata, domain, row):
     row['link_parents'] = {heads[j]: [heads[i] for i in ps]
                            for j, ps in enumerate(getattr(gen, '_parents', [])) if ps}
     row['selected_pairs'] = synth._model.loss_values.attrs.get('selected_pairs')
-    row['peak_mb'] = adult._vm_hwm_mb()  # imports + data + fit + sample
     seen = {}
     for w in caught:
         if issubclass(w.category, (DeprecationWarning, FutureWarning)):
@@ -260,43 +177,6 @@ def _fit_dphp(task, train, metadata, domain, row):
         row['parameters'] = None
     row['declaration'] = {k: (sorted(v) if isinstance(v, dict) else v)
                           for k, v in declaration.items()}
-    return table
-
-
-def _fit_mst(task, train, domain, row):
-    with tempfile.TemporaryDirectory(prefix='census_smartnoise_') as folder:
-        folder = Path(folder)
-        train.to_csv(folder / 'train.csv', index=False)
-        (folder / 'domain.json').write_text(json.dumps(domain), encoding='utf-8')
-        command = [
-            task['smartnoise_python'], '-c', _SMARTNOISE_LAUNCHER,
-            str(adult.SMARTNOISE_RUNNER.parent), json.dumps(CENSUS_BIN_EDGES),
-            '--method', 'mst', '--epsilon', repr(EPSILON), '--delta', repr(DELTA),
-            '--train', str(folder / 'train.csv'), '--domain', str(folder / 'domain.json'),
-            '--rows', str(len(train)), '--seed', str(int(task['seed'])),
-            '--out', str(folder / 'synthetic.csv'), '--info', str(folder / 'info.json'),
-        ]
-        env = dict(os.environ)
-        env.pop('PYTHONPATH', None)
-        env['JAX_PLATFORMS'] = 'cpu'
-        env['XLA_FLAGS'] = ('--xla_cpu_multi_thread_eigen=false '
-                            'intra_op_parallelism_threads=1')
-        start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env,
-                              timeout=task['smartnoise_timeout'])
-        row['subprocess_s'] = time.perf_counter() - start
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-25:]
-            raise RuntimeError(f'run_smartnoise.py exit {done.returncode}:\n' + '\n'.join(tail))
-        info = json.loads((folder / 'info.json').read_text(encoding='utf-8'))
-        table = pd.read_csv(folder / 'synthetic.csv', keep_default_na=False, na_values=[])
-    for key in ('fit_s', 'sample_s', 'peak_mb', 'epsilon_spent', 'preprocessor_epsilon'):
-        row[key] = info[key]
-    row['mst_bin_edges'] = info.get('bin_edges')
-    row['mst_cardinalities'] = info.get('cardinalities')
-    row['smartnoise_versions'] = info.get('versions')
-    row['warnings'] = [line for line in (done.stderr or '').splitlines()
-                       if 'Warning' in line][:20]
     return table
 
 
@@ -328,9 +208,9 @@ def run_task(task):
     if task.get('package_dir') and not package_root.is_relative_to(Path(task['package_dir'])):
         raise RuntimeError(f'pinned package not imported: sdv_dpkme from {package_root}')
     torch.set_num_threads(1)
-    train, test, metadata, domain = load_split(task['train_rows'])
+    train, test, metadata, domain = harness.census_split(task['train_rows'])
     row = {'method': task['method'], 'seed': task['seed'], 'epsilon': EPSILON, 'delta': DELTA,
-           'rows': len(train), 'n_test': len(test), 'base_mb': adult._vm_hwm_mb(),
+           'rows': len(train), 'n_test': len(test), 'base_mb': harness.vm_hwm_mb(),
            'load_start': os.getloadavg()[0], 'code_hash': _code_hash(package_root),
            'package': task.get('package', 'worktree'), 'package_root': str(package_root),
            'classifiers': list(task['classifiers'])}
@@ -339,25 +219,26 @@ def run_task(task):
     elif task['method'] == 'dphp':
         table = _fit_dphp(task, train, metadata, domain, row)
     else:
-        table = _fit_mst(task, train, domain, row)
+        table, info = harness.run_smartnoise(
+            'mst', train, domain, EPSILON, DELTA, task['seed'], row,
+            python=task['smartnoise_python'], timeout=task['smartnoise_timeout'],
+            bin_edges=CENSUS_BIN_EDGES, one_thread=True)
+        row.update(mst_bin_edges=info.get('bin_edges'), mst_cardinalities=info.get('cardinalities'),
+                   smartnoise_versions=info.get('versions'),
+                   warnings=row.pop('smartnoise_warnings'))
     row['n_synthetic'] = len(table)
     table = _align_types(table, train)
     row['positive_share'] = float((table[TARGET] == POSITIVE).mean())
     row['n_distinct_rows'] = int(len(table.drop_duplicates()))
-    scores, details = score(test, table, metadata, domain, task['classifiers'], task['alphas'])
+    scores, details = harness.score(test, table, metadata, domain, task['classifiers'],
+                                    task['alphas'], worst=5, random_state=0, n_jobs=1)
     row.update(scores)
     row['load_end'] = os.getloadavg()[0]
-    adult._shutdown_loky()
+    harness.shutdown_loky()
     return row, details
 
 
 # -------------------------------------------------------------------------- parent side
-def _run_isolated(task):
-    context = multiprocessing.get_context('spawn')
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as executor:
-        return executor.submit(run_task, task).result()
-
-
 def _code_hash(package_root=None):
     """sha256 (12 hex) of the package's .py files: the code state a run used (the package is
     edited while benchmarks run; computed in the run's own process, when it imports it)."""
@@ -385,25 +266,12 @@ def pin_package(ref):
     return str(folder), f'git {sha[:7]}'
 
 
-
 def _git(*args):
     try:
         out = subprocess.run(['git', *args], cwd=ROOT, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
-
-
-def _read_jsonl(path):
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding='utf-8').splitlines()
-            if line.strip()]
-
-
-def _append(path, record):
-    with open(path, 'a', encoding='utf-8') as handle:
-        handle.write(json.dumps(record, default=str) + '\n')
 
 
 def _key(record):
@@ -413,32 +281,10 @@ def _key(record):
 
 
 # ------------------------------------------------------------------------------ report
-def _fmt(value, fmt):
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return '–'
-    return fmt.format(value)
-
-
-def _mean_std(values, fmt):
-    values = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if not values:
-        return '–'
-    if len(values) == 1:
-        return fmt.format(values[0])
-    spread = fmt.replace('+', '').format(np.std(values, ddof=1))
-    return f'{fmt.format(np.mean(values))} ± {spread}'
-
-
 def _diff(a, b, key):
     if a.get(key) is None or b.get(key) is None:
         return None
     return float(a[key]) - float(b[key])
-
-
-def _table(header, rows):
-    lines = ['| ' + ' | '.join(header) + ' |', '|' + '|'.join('---' for _ in header) + '|']
-    lines += ['| ' + ' | '.join(str(c) for c in row) + ' |' for row in rows]
-    return '\n'.join(lines)
 
 
 def _latest(runs):
@@ -479,11 +325,11 @@ def write_markdown(path, runs, details, rows, machine):
            '## Protocol', '',
            f'- Train: {"the full official census-income.data" if rows == 199_523 else "a fixed public subsample (random_state=0) of census-income.data"} '
            f'({rows:,} rows, 41 columns); the same rows for both methods. Test: a fixed stratified '
-           f'subsample of {TEST_ROWS:,} rows of census-income.test (seed 0), the same for every run. '
+           f'subsample of {harness.tables.CENSUS_TEST_ROWS:,} rows of census-income.test (seed 0), the same for every run. '
            f'ε = {EPSILON:g}, δ = {DELTA:g}; {rows:,} synthetic rows per run.',
            '- DP-HP: `DPHPSynthesizer(metadata, epsilon=1, delta=1e-5, random_state=seed, '
            'verbose=False, known_min_max_values=..., known_categories=..., target_column=\'income\')` '
-           '(the plain declaration of `adult._declaration(domain, \'plain\', target=True)` with the '
+           '(the plain declaration of `harness.declaration(domain, \'plain\', target=True)` with the '
            'public Census domain), every other argument default. The package was edited while '
            'this benchmark ran (its defaults changed: `category_links` became True for DP-HP), so '
            'each DP-HP table below names the code it ran on; `links` = the run\'s '
@@ -508,10 +354,10 @@ def write_markdown(path, runs, details, rows, machine):
     reference = latest.get((REFERENCE, None, rows, None))
     if reference:
         out += ['## Real training data (reference)', '',
-                _table(['rows'] + [h for _, h, _, _ in METRICS] + ['eval s', 'share 50000+'],
-                       [[f'{rows:,}'] + [_fmt(reference.get(k), f) for k, _, f, _ in METRICS]
-                        + [_fmt(reference.get('eval_s'), '{:.0f}'),
-                           _fmt(reference.get('positive_share'), '{:.3f}')]]), '']
+                harness.markdown_table(['rows'] + [h for _, h, _, _ in METRICS] + ['eval s', 'share 50000+'],
+                       [[f'{rows:,}'] + [harness.fmt(reference.get(k), f) for k, _, f, _ in METRICS]
+                        + [harness.fmt(reference.get('eval_s'), '{:.0f}'),
+                           harness.fmt(reference.get('positive_share'), '{:.3f}')]]), '']
     arms = sorted({(k[0], k[3]) for k in latest if k[0] != REFERENCE},
                   key=lambda a: (a[0] != 'dphp', a[1] == 'worktree', str(a[1])))
     per_arm = {}
@@ -520,16 +366,16 @@ def write_markdown(path, runs, details, rows, machine):
                        key=lambda r: r['seed'])
         per_arm[(method, package)] = {int(r['seed']): r for r in group}
         extra = ['links', 'code'] if method == 'dphp' else []
-        body = [[r['seed']] + [_fmt(r.get(k), f) for k, _, f, _ in METRICS]
-                + [_fmt(r.get(k), f) for k, _, f in COSTS]
+        body = [[r['seed']] + [harness.fmt(r.get(k), f) for k, _, f, _ in METRICS]
+                + [harness.fmt(r.get(k), f) for k, _, f in COSTS]
                 + ([_links(r), r.get('code_hash', '?') if r.get('package_root') else
                     f"{r.get('code_hash', '?')} (taken at the launch, not per run)"]
                    if extra else []) for r in group]
         body.append([f'**mean ± std (n={len(group)})**']
-                    + [_mean_std([r.get(k) for r in group], f) for k, _, f, _ in METRICS]
-                    + [_mean_std([r.get(k) for r in group], f) for k, _, f in COSTS]
+                    + [harness.mean_std([r.get(k) for r in group], f) for k, _, f, _ in METRICS]
+                    + [harness.mean_std([r.get(k) for r in group], f) for k, _, f in COSTS]
                     + ['', ''][:len(extra)])
-        out += [f'## {_arm_label(method, package)}', '', _table(header + extra, body), '']
+        out += [f'## {_arm_label(method, package)}', '', harness.markdown_table(header + extra, body), '']
     mst = per_arm.get(('mst', None), {})
     pinned = any(m == 'dphp' and p != 'worktree' for m, p in arms)
     for method, package in arms:
@@ -542,13 +388,13 @@ def write_markdown(path, runs, details, rows, machine):
         body, verdicts = [], []
         for seed in seeds:
             a, b = dphp[seed], mst[seed]
-            body.append([seed] + [_fmt(_diff(a, b, k), '{:+.4f}') for k, _, _, _ in METRICS]
-                        + [_fmt(_diff(a, b, 'fit_s'), '{:+.0f}')])
+            body.append([seed] + [harness.fmt(_diff(a, b, k), '{:+.4f}') for k, _, _, _ in METRICS]
+                        + [harness.fmt(_diff(a, b, 'fit_s'), '{:+.0f}')])
         diffs = {k: [_diff(dphp[s], mst[s], k) for s in seeds] for k, _, _, _ in METRICS}
         diffs = {k: v for k, v in diffs.items() if None not in v}
         body.append([f'**mean ± std (n={len(seeds)})**']
-                    + [_mean_std(diffs.get(k, []), '{:+.4f}') for k, _, _, _ in METRICS]
-                    + [_mean_std([_diff(dphp[s], mst[s], 'fit_s') for s in seeds], '{:+.0f}')])
+                    + [harness.mean_std(diffs.get(k, []), '{:+.4f}') for k, _, _, _ in METRICS]
+                    + [harness.mean_std([_diff(dphp[s], mst[s], 'fit_s') for s in seeds], '{:+.0f}')])
         for key, name, _, higher in METRICS:
             if key not in diffs:
                 continue
@@ -562,9 +408,9 @@ def write_markdown(path, runs, details, rows, machine):
         out += [f'## Paired difference DP-HP − MST (same seed; DP-HP {package})', '',
                 'Positive = DP-HP higher; for TV3 lower is better, so a negative TV3 difference '
                 'favours DP-HP.', '',
-                _table(['seed'] + [h for _, h, _, _ in METRICS] + ['fit s'], body), '',
+                harness.markdown_table(['seed'] + [h for _, h, _, _ in METRICS] + ['fit s'], body), '',
                 f'### Who wins (mean over paired seeds; DP-HP {package})', '',
-                _table(['metric', 'mean DP-HP − MST', 'seeds DP-HP better', 'better on mean',
+                harness.markdown_table(['metric', 'mean DP-HP − MST', 'seeds DP-HP better', 'better on mean',
                         'DP-HP >= MST (issue 16)? (abs(Δ) < 0.0005 counts as a tie)'], verdicts), '']
     # per classifier TSTR
     lines = []
@@ -577,12 +423,12 @@ def write_markdown(path, runs, details, rows, machine):
                 by_clf.setdefault(t['classifier'], []).append(t)
         for clf, values in by_clf.items():
             lines.append([_arm_label(method, package), clf,
-                          len(values), _mean_std([v['roc_auc'] for v in values], '{:.3f}'),
-                          _mean_std([v['pr_auc'] for v in values], '{:.3f}'),
-                          _mean_std([v['fit_seconds'] for v in values], '{:.1f}')])
+                          len(values), harness.mean_std([v['roc_auc'] for v in values], '{:.3f}'),
+                          harness.mean_std([v['pr_auc'] for v in values], '{:.3f}'),
+                          harness.mean_std([v['fit_seconds'] for v in values], '{:.1f}')])
     if lines:
         out += ['## TSTR per classifier (mean ± std over seeds)', '',
-                _table(['method', 'classifier', 'runs', 'ROC-AUC', 'PR-AUC', 'fit s'], lines), '']
+                harness.markdown_table(['method', 'classifier', 'runs', 'ROC-AUC', 'PR-AUC', 'fit s'], lines), '']
     # worst columns and pairs
     for method, package in arms:
         entries = [d for d in details if int(d['rows']) == rows and _key(d) in latest
@@ -598,9 +444,9 @@ def write_markdown(path, runs, details, rows, machine):
             'score'].mean().sort_values().head(8)
         out += [f'## Worst columns and pairs: {_arm_label(method, package)} (mean over '
                 f'{len(entries)} run(s))', '',
-                _table(['column', 'metric', 'score'],
+                harness.markdown_table(['column', 'metric', 'score'],
                        [[c, m, f'{s:.3f}'] for (c, m), s in shapes.items()]), '',
-                _table(['column 1', 'column 2', 'metric', 'score'],
+                harness.markdown_table(['column 1', 'column 2', 'metric', 'score'],
                        [[a, b, m, f'{s:.3f}'] for (a, b, m), s in pairs.items()]), '']
     warned = sorted({w for r in latest.values() if r['method'] == 'dphp'
                      for w in r.get('warnings') or []})
@@ -614,7 +460,7 @@ def write_markdown(path, runs, details, rows, machine):
                      None)
     if mst_edges:
         out += ['## MST public bin edges used', '',
-                _table(['column', 'edges'], [[c, ', '.join(f'{e:g}' for e in edges)]
+                harness.markdown_table(['column', 'edges'], [[c, ', '.join(f'{e:g}' for e in edges)]
                                              for c, edges in mst_edges.items()]), '']
     path.write_text('\n'.join(out), encoding='utf-8')
 
@@ -638,8 +484,8 @@ def _machine(args, runs, details=()):
     loads = [r[k] for r in runs for k in ('load_start', 'load_end') if r.get(k) is not None]
     return {
         'date': _dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z'),
-        'command': 'python benchmarks/census_quality.py ' + ' '.join(sys.argv[1:]),
-        'cpu': adult._cpu_model(), 'cores': adult._usable_cores(),
+        'command': 'python benchmarks/studies/census_quality.py ' + ' '.join(sys.argv[1:]),
+        'cpu': harness.cpu_model(), 'cores': harness.usable_cores(),
         'git': (_git('rev-parse', '--short', 'HEAD') or '?') + ' + uncommitted changes'
         if _git('status', '--porcelain', 'sdv_dpkme') else _git('rev-parse', '--short', 'HEAD'),
         'versions': ', '.join(f'{k} {v}' for k, v in versions.items()),
@@ -666,7 +512,7 @@ def parse_args(argv=None):
     parser.add_argument('--no-tv', action='store_true', help='skip the TV3 score')
     parser.add_argument('--no-reference', action='store_true',
                         help='do not score the real train rows')
-    parser.add_argument('--out', default=str(BENCH / 'results' / 'census_quality'))
+    parser.add_argument('--out', default=str(harness.RESULTS / 'census_quality'))
     parser.add_argument('--resume', action='store_true',
                         help='skip the runs already in runs*.jsonl (method, seed, rows)')
     parser.add_argument('--report-only', action='store_true',
@@ -676,10 +522,13 @@ def parse_args(argv=None):
                              'with git archive to a temp folder, instead of the working tree '
                              '(which may be edited while the benchmark runs)')
     parser.add_argument('--dphp-kwargs', default=None,
-                        help='JSON of extra DPHPSynthesizer kwargs (key "attributes": {name: '
-                             'value} set on the synthesizer after construction); use its own '
-                             '--out, as --resume and the report do not key on it')
-    parser.add_argument('--smartnoise-python', default=str(adult.SMARTNOISE_PYTHON))
+                        help='JSON of flat DP-HP settings (harness.make: constructor arguments '
+                             'and kernel / training fields by name); use its own --out, as '
+                             '--resume and the report do not key on it')
+    parser.add_argument('--noise-seed', type=int, default=None,
+                        help='TEST ONLY: fix DP-HP\'s privacy noise at this + seed (paired arms; '
+                             'voids the guarantee, the report says so)')
+    parser.add_argument('--smartnoise-python', default=str(harness.SMARTNOISE_PYTHON))
     parser.add_argument('--smartnoise-timeout', type=int, default=SMARTNOISE_TIMEOUT_S)
     args = parser.parse_args(argv)
     args.method_list = [m.strip() for m in args.methods.split(',') if m.strip()]
@@ -700,8 +549,8 @@ def main(argv=None):
     suffix = '' if rows == full_rows else f'_train{rows}'
     paths = {'runs': out / f'runs{suffix}.jsonl', 'details': out / f'details{suffix}.jsonl',
              'md': out / f'census_quality{suffix}.md'}
-    runs = _read_jsonl(paths['runs'])
-    details = _read_jsonl(paths['details'])
+    runs = harness.read_jsonl(paths['runs'])
+    details = harness.read_jsonl(paths['details'])
     done = set(_latest(runs)) if args.resume else set()
 
     tasks = []
@@ -711,7 +560,8 @@ def main(argv=None):
         base = dict(train_rows=rows if rows < full_rows else 0, classifiers=args.classifier_list,
                     alphas=() if args.no_tv else ALPHAS, package_dir=package_dir,
                     smartnoise_python=args.smartnoise_python,
-                    smartnoise_timeout=args.smartnoise_timeout, dphp_kwargs=args.dphp_kwargs)
+                    smartnoise_timeout=args.smartnoise_timeout, dphp_kwargs=args.dphp_kwargs,
+                    noise_seed=args.noise_seed)
         if not args.no_reference:
             tasks.append(dict(base, method=REFERENCE, seed=None))
         for seed in args.seed_list:  # paired: both methods of a seed before the next seed
@@ -727,7 +577,7 @@ def main(argv=None):
         print(f'[{index}/{len(tasks)}] {label} started {time.strftime("%H:%M:%S")}', flush=True)
         start = time.perf_counter()
         try:
-            row, detail = _run_isolated(task)
+            row, detail = harness.run_isolated(run_task, task)
             row['error'] = None
         except Exception as error:  # noqa: BLE001 - record it and go on
             text = ''.join(traceback.format_exception(error)).strip()
@@ -737,12 +587,12 @@ def main(argv=None):
             detail = None
         row['wall_s'] = time.perf_counter() - start
         row['finished'] = _dt.datetime.now().astimezone().isoformat(timespec='seconds')
-        _append(paths['runs'], row)
+        harness.append_jsonl(paths['runs'], row)
         runs.append(row)
         if detail is not None:
             detail.update(method=task['method'], seed=task['seed'], rows=rows,
                           package=row.get('package', 'worktree'))
-            _append(paths['details'], detail)
+            harness.append_jsonl(paths['details'], detail)
             details.append(detail)
             print(f'    quality={row["quality"]:.4f} shapes={row["column_shapes"]:.4f} '
                   f'pairs={row["column_pair_trends"]:.4f} roc={row["tstr_roc_auc"]:.4f} '

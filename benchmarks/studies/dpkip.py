@@ -16,29 +16,25 @@ rows; positive class = the second public class, '>50K' / '50000+'):
 Test rows: Adult, the whole 20 % test split (9,769 rows); Census, a fixed stratified subsample
 of 20,000 rows of census-income.test (seed 0; the same rows for every method).
 
-Every fit runs in a freshly spawned process (``adult._run_isolated``'s pattern) with one torch
+Every fit runs in a freshly spawned process (``harness.run_isolated``'s pattern) with one torch
 thread and ``n_jobs=1`` classifiers; peak memory is that process's VmHWM after fit + sample
 (data loading included). Raw results go to ``results/dpkip.jsonl`` (one line per finished run,
 appended as it ends; reruns skip what is there) and ``results/dpkip_classifiers.csv``; the
 markdown ``results/dpkip.md`` is rewritten after every run and by ``--report-only``.
 
-    python benchmarks/dpkip.py --quick                  # smoke run (2,000 rows, 1 seed)
-    python benchmarks/dpkip.py --deadline 05:20         # full run; no run starts that would end later
-    python benchmarks/dpkip.py --report-only            # rebuild the markdown from the JSONL
+    python benchmarks/studies/dpkip.py --quick                  # smoke run (2,000 rows, 1 seed)
+    python benchmarks/studies/dpkip.py --deadline 05:20         # full run; no run starts that would end later
+    python benchmarks/studies/dpkip.py --report-only            # rebuild the markdown from the JSONL
 """
 
 import argparse
 import datetime as _dt
-import inspect
 import json
-import math
-import multiprocessing
 import os
 import sys
 import time
 import traceback
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 # one BLAS thread per run (the 2 cores are shared); set before numpy loads, also in the children
@@ -48,15 +44,11 @@ for _name in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-sys.path.insert(0, str(BENCH.parent))  # this checkout's sdv_dpkme, not an installed one
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+from benchmarks.harness import BENCH, DELTA  # noqa: E402
 
-import adult  # noqa: E402  (shared harness: Adult split, VmHWM, machine info, table helpers)
-
-DELTA = adult.DELTA
-TARGET = 'income'
-CENSUS_TEST_ROWS = 20_000
+TARGET = harness.TARGET
 TSTR_ROWS = 20_000
 QUICK_ROWS = 2_000
 QUICK_CLASSIFIERS = ('LogisticRegression', 'DecisionTreeClassifier', 'XGBClassifier')
@@ -87,17 +79,8 @@ RUN_SECONDS = {('dpkip', 'adult'): 60, ('dpkip', 'census'): 560, ('dphp', 'adult
 # --------------------------------------------------------------------------- child side
 def load_data(dataset, quick):
     """``(train, test, metadata, domain)``; the Census test rows are a fixed stratified subsample."""
-    from sklearn.model_selection import train_test_split
-
-    if dataset == 'adult':
-        train, test, metadata, domain = adult._load_split(False)
-    else:
-        from sdv_dpkme.datasets import load_census
-
-        train, metadata, domain = load_census(split='train')
-        test, _, _ = load_census(split='test')
-        test = train_test_split(test, train_size=CENSUS_TEST_ROWS, stratify=test[TARGET],
-                                random_state=0)[0].reset_index(drop=True)
+    split = harness.adult_split if dataset == 'adult' else harness.census_split
+    train, test, metadata, domain = split()
     if quick:
         train = train.sample(n=QUICK_ROWS, random_state=0).reset_index(drop=True)
         test = test.sample(n=QUICK_ROWS, random_state=0).reset_index(drop=True)
@@ -145,16 +128,14 @@ def run_task(task):
 
     train, test, metadata, domain = load_data(task['dataset'], task['quick'])
     row = {key: task[key] for key in ('method', 'dataset', 'epsilon', 'seed', 'quick')}
-    row.update(n_train=len(train), n_test=len(test), base_mb=adult._vm_hwm_mb(),
+    row.update(n_train=len(train), n_test=len(test), base_mb=harness.vm_hwm_mb(),
                load_start=os.getloadavg()[0])
     cls = getattr(sdv_dpkme, METHODS[task['method']][1])
-    accepted = inspect.signature(cls.__init__).parameters
-    kwargs = {k: v for k, v in QUICK_KWARGS.get(task['method'], {}).items() if k in accepted} \
-        if task['quick'] else {}
-    kwargs.update(METHOD_KWARGS.get(task['method'], {}))
-    synth = cls(
-        metadata, epsilon=task['epsilon'], delta=DELTA, domain=domain, target_column=TARGET,
-        random_state=task['seed'], verbose=False, **kwargs)
+    settings = dict(QUICK_KWARGS.get(task['method'], {})) if task['quick'] else {}
+    settings.update(METHOD_KWARGS.get(task['method'], {}))
+    synth = harness.make(cls, metadata, task['epsilon'], delta=DELTA, domain=domain,
+                         target_column=TARGET, random_state=task['seed'], verbose=False,
+                         **settings)
     start = time.perf_counter()
     synth.fit({next(iter(metadata.tables)): train})
     row['fit_s'] = time.perf_counter() - start
@@ -166,7 +147,7 @@ def run_task(task):
     row['sample_s'] = time.perf_counter() - start
     if task['method'] == 'dpkip':
         tables['paper'] = synth.get_distilled_data()
-    row['peak_mb'] = adult._vm_hwm_mb()  # imports + data + fit + sample
+    row['peak_mb'] = harness.vm_hwm_mb()  # imports + data + fit + sample
     row['epsilon_spent'] = float(synth.get_privacy_report().epsilon_spent)
     row['parameters'] = json.dumps(synth.get_parameters(), default=str, sort_keys=True)
     classifiers = []
@@ -193,17 +174,11 @@ def run_task(task):
         row['paper_us_positive_share'] = float(
             (thin[TARGET] == domain['known_categories'][TARGET][1]).mean())
     row['load_end'] = os.getloadavg()[0]
-    adult._shutdown_loky()
+    harness.shutdown_loky()
     return row, classifiers
 
 
 # -------------------------------------------------------------------------- parent side
-def _run_isolated(task):
-    context = multiprocessing.get_context('spawn')
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as executor:
-        return executor.submit(run_task, task).result()
-
-
 def _key(method, dataset, epsilon, seed):
     return (method, dataset, float(epsilon), int(seed))
 
@@ -276,14 +251,9 @@ def read_raw(path):
     return runs, sessions
 
 
-def _append(path, record):
-    with open(path, 'a', encoding='utf-8') as handle:
-        handle.write(json.dumps(record, default=str) + '\n')
-
-
 # ------------------------------------------------------------------------------ report
 def _ms(values, fmt='{:.3f}'):
-    return adult._mean_std([v for v in values if v is not None], fmt)
+    return harness.mean_std([v for v in values if v is not None], fmt)
 
 
 def _summary(frame):
@@ -296,7 +266,7 @@ def _summary(frame):
                      ', '.join(str(int(s)) for s in sorted(group['seed'])), *paper,
                      _ms(group['tstr_roc_auc']), _ms(group['tstr_pr_auc']),
                      _ms(group['fit_s'], '{:.1f}'), _ms(group['peak_mb'], '{:.0f}'),
-                     adult._spent(group['epsilon_spent'], '{:.4g}')])
+                     harness.largest(group['epsilon_spent'], '{:.4g}')])
     return rows
 
 
@@ -437,7 +407,7 @@ def _undersampled_section(frame):
             f'are also scored on our test rows with the negatives thinned to {PAPER_UNDERSAMPLE:g} '
             '(seed 0; test rows only, the fit is unchanged). Runs from before this column have '
             'no entry.', '',
-            adult._markdown_table(['dataset', 'ε', 'seeds', 'thinned positive share',
+            harness.markdown_table(['dataset', 'ε', 'seeds', 'thinned positive share',
                                    'paper protocol, our test split (ROC / PR)',
                                    'paper protocol, thinned test split (ROC / PR)',
                                    'paper\'s DP-KIP'], body), '']
@@ -453,7 +423,7 @@ def _real_reference():
              f'{r["roc_auc"]:.3f}', f'{r["pr_auc"]:.3f}', f'{r["test_positive_share"]:.3f}']
             for r in rows]
     return ['### Real rows under the same protocol (no privacy; `dpkip_real_reference.py`)', '',
-            adult._markdown_table(['dataset', 'classifiers trained on', 'rows', 'test rows',
+            harness.markdown_table(['dataset', 'classifiers trained on', 'rows', 'test rows',
                                    'ROC', 'PR', 'test positive share (PR of a random guess)'],
                                   body), '',
             'ROC-AUC does not depend on the test split\'s positive share; PR-AUC does (a random '
@@ -470,9 +440,9 @@ def write_report(path, runs, sessions, classifiers, args):
     superseded = [r for s in sessions if s.get('kind') == 'superseded_runs' for r in s['runs']]
     sessions = [s for s in sessions if s.get('kind') != 'superseded_runs']
     total = sum(s['elapsed_s'] for s in sessions)
-    machine = {'cpu': adult._cpu_model(), 'cores': adult._usable_cores(),
-               'memory': f'{adult._memory_gb() or 0:.0f} GB'}
-    versions = adult._versions()
+    machine = {'cpu': harness.cpu_model(), 'cores': harness.usable_cores(),
+               'memory': f'{harness.memory_gb() or 0:.0f} GB'}
+    versions = harness.versions()
     versions.pop('ctgan', None)
     versions.pop('sdmetrics', None)
     versions['numpy'] = np.__version__
@@ -481,7 +451,7 @@ def write_report(path, runs, sessions, classifiers, args):
         if args.quick else ''
     lines = [
         f'# DP-KIP vs DP-HP / DP-MERF on Adult and Census{quick}', '',
-        f'Generated by `benchmarks/dpkip.py` on '
+        f'Generated by `benchmarks/studies/dpkip.py` on '
         f'{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC.', '',
         '## Machine and run', '',
         f'- Commands: ' + '; '.join(f'`{s["command"]}` ({s["start"]} → {s["end"]} UTC, '
@@ -496,13 +466,13 @@ def write_report(path, runs, sessions, classifiers, args):
         + '), so fit times are upper bounds of idle-machine times.',
         f'- Versions: python {sys.version.split()[0]}, '
         + ', '.join(f'{k} {v}' for k, v in versions.items()),
-        f'- Git commit: {adult._git_commit()} at report time; HEAD when each run ended: '
+        f'- Git commit: {harness.git_commit()} at report time; HEAD when each run ended: '
         + (', '.join(sorted({str(g) for g in frame['git'].dropna()})) if 'git' in frame else '?')
         + ' (recorded from the resumed invocation on; the working tree may hold other engineers\' '
         'uncommitted edits; the DP-KIP parameters actually used are below).', '',
         '## Protocol', '',
         '- Fit on the FULL train split: Adult = the seeded 80/20 stratified split of '
-        f'`benchmarks/adult.py` ({_sizes(frame, "adult", "n_train")} train rows); Census = '
+        f'`benchmarks/studies/adult.py` ({_sizes(frame, "adult", "n_train")} train rows); Census = '
         f'official census-income.data ({_sizes(frame, "census", "n_train")} rows, 41 columns). '
         'Public domain declared (`domain=...`), δ = 1e-5, `random_state` = seed, every other '
         'argument default; the privacy noise is fresh in every run. Census is held out: run '
@@ -549,17 +519,17 @@ def write_report(path, runs, sessions, classifiers, args):
             else:
                 lines += ['All DP-KIP runs used these parameters (up to ε and random_state).', '']
         lines += ['## Results (mean ± std over seeds)', '',
-                  adult._markdown_table(
+                  harness.markdown_table(
                       ['method', 'dataset', 'ε', 'n', 'seeds', 'paper ROC', 'paper PR',
                        'TSTR ROC', 'TSTR PR', 'fit s', 'peak MB', 'ε spent'], _summary(frame)),
                   '', '"paper" = classifiers on the distilled rows (DP-KIP only). For DP-HP / '
                   'DP-MERF the TSTR protocol is also the one of their own papers.', '',
                   f'## The bar: DP-KIP at ε = 1 beats the paper\'s own DP-KIP numbers', '',
-                  adult._markdown_table(['dataset', 'bar ROC / PR', 'protocol', 'measured',
+                  harness.markdown_table(['dataset', 'bar ROC / PR', 'protocol', 'measured',
                                          'verdict'], _bars(frame)), '',
                   'Reference figures from the DP-KIP paper at ε = 1 (the bar above; DP-HP as listed in its '
                   'Table 5):', '',
-                  adult._markdown_table(
+                  harness.markdown_table(
                       ['method', 'Adult ROC / PR', 'Census ROC / PR'],
                       [[METHODS[m][0], *[f'{PAPER[(m, d)][0]} / {PAPER[(m, d)][1]}'
                                          for d in DATASETS]] for m in ('dpkip', 'dphp')]), '']
@@ -567,14 +537,14 @@ def write_report(path, runs, sessions, classifiers, args):
         table = _classifier_table(classifiers, frame)
         if table:
             lines += [f'## ROC-AUC per classifier at ε = {BAR_EPSILON:g} (mean over seeds)', '',
-                      adult._markdown_table(*table), '']
+                      harness.markdown_table(*table), '']
         notes = classifiers.loc[classifiers['note'].fillna('') != ''] \
             if not classifiers.empty else classifiers
         if len(notes):
             counts = notes.groupby(['method', 'dataset', 'protocol', 'classifier', 'note']) \
                 .size().reset_index(name='runs')
             lines += ['Classifier notes (failed / not converged):', '',
-                      adult._markdown_table(list(counts.columns), counts.values.tolist()), '']
+                      harness.markdown_table(list(counts.columns), counts.values.tolist()), '']
         cols = ['method', 'dataset', 'epsilon', 'seed', 'paper_roc_auc', 'paper_pr_auc',
                 'tstr_roc_auc', 'tstr_pr_auc', 'paper_n_ok', 'tstr_n_ok', 'paper_class_counts',
                 'tstr_distinct_rows', 'fit_s', 'sample_s', 'peak_mb', 'epsilon_spent', 'wall_s',
@@ -583,16 +553,16 @@ def write_report(path, runs, sessions, classifiers, args):
         for _, r in frame.iterrows():
             per_run.append([
                 METHODS[r['method']][0], DATASETS[r['dataset']], f'{r["epsilon"]:g}',
-                int(r['seed']), *[adult._fmt(r.get(c), '{:.3f}') for c in cols[4:8]],
-                *[adult._fmt(r.get(c), '{:.0f}') for c in cols[8:10]],
+                int(r['seed']), *[harness.fmt(r.get(c), '{:.3f}') for c in cols[4:8]],
+                *[harness.fmt(r.get(c), '{:.0f}') for c in cols[8:10]],
                 (r.get('paper_class_counts') if isinstance(r.get('paper_class_counts'), str)
                  else '–').replace('|', '/'),
-                adult._fmt(r.get('tstr_distinct_rows'), '{:.0f}'),
-                adult._fmt(r['fit_s'], '{:.1f}'), adult._fmt(r['sample_s'], '{:.1f}'),
-                adult._fmt(r['peak_mb'], '{:.0f}'), adult._fmt(r['epsilon_spent'], '{:.4g}'),
-                adult._fmt(r.get('wall_s'), '{:.0f}'), adult._fmt(r.get('load_start'), '{:.1f}')])
+                harness.fmt(r.get('tstr_distinct_rows'), '{:.0f}'),
+                harness.fmt(r['fit_s'], '{:.1f}'), harness.fmt(r['sample_s'], '{:.1f}'),
+                harness.fmt(r['peak_mb'], '{:.0f}'), harness.fmt(r['epsilon_spent'], '{:.4g}'),
+                harness.fmt(r.get('wall_s'), '{:.0f}'), harness.fmt(r.get('load_start'), '{:.1f}')])
         lines += ['## Per run', '',
-                  adult._markdown_table(['method', 'dataset', 'ε', 'seed', 'paper ROC',
+                  harness.markdown_table(['method', 'dataset', 'ε', 'seed', 'paper ROC',
                                          'paper PR', 'TSTR ROC', 'TSTR PR', 'paper n clf',
                                          'TSTR n clf', 'distilled classes', 'TSTR distinct rows',
                                          'fit s', 'sample s', 'peak MB', 'ε spent', 'run s',
@@ -601,11 +571,11 @@ def write_report(path, runs, sessions, classifiers, args):
         lines += ['## Superseded runs (redone; not in the tables above)', '']
         lines += [f'- {r["method"]} {r["dataset"]} ε={r["epsilon"]:g} seed={r["seed"]} '
                   f'(HEAD {r.get("git")}, finished {r.get("finished")}): paper '
-                  f'{adult._fmt(r.get("paper_roc_auc"), "{:.3f}")} / '
-                  f'{adult._fmt(r.get("paper_pr_auc"), "{:.3f}")}, TSTR '
-                  f'{adult._fmt(r.get("tstr_roc_auc"), "{:.3f}")} / '
-                  f'{adult._fmt(r.get("tstr_pr_auc"), "{:.3f}")}, fit '
-                  f'{adult._fmt(r.get("fit_s"), "{:.0f}")} s. Why: {r["superseded_because"]}'
+                  f'{harness.fmt(r.get("paper_roc_auc"), "{:.3f}")} / '
+                  f'{harness.fmt(r.get("paper_pr_auc"), "{:.3f}")}, TSTR '
+                  f'{harness.fmt(r.get("tstr_roc_auc"), "{:.3f}")} / '
+                  f'{harness.fmt(r.get("tstr_pr_auc"), "{:.3f}")}, fit '
+                  f'{harness.fmt(r.get("fit_s"), "{:.0f}")} s. Why: {r["superseded_because"]}'
                   for r in superseded]
         lines.append('')
     skipped = [s for sess in sessions for s in sess.get('skipped', [])]
@@ -660,8 +630,8 @@ def parse_args(argv=None):
     args.method_list = [m for m in args.methods.split(',') if m]
     args.dataset_list = [d for d in args.datasets.split(',') if d]
     assert set(args.method_list) <= set(METHODS) and set(args.dataset_list) <= set(DATASETS)
-    args.epsilon_list = adult._parse_floats(args.epsilons)
-    args.seed_list = adult._parse_ints(args.seeds)
+    args.epsilon_list = harness.parse_floats(args.epsilons)
+    args.seed_list = harness.parse_ints(args.seeds)
     args.classifiers = list(QUICK_CLASSIFIERS) if args.quick else None
     if args.quick:
         if args.epsilons == '1,0.3,10':
@@ -680,7 +650,7 @@ def main(argv=None):
                              md.with_suffix('.csv'))
     for item in args.redo:
         method, dataset, epsilon, seed = item.split(',')
-        _append(raw, {'kind': 'superseded', 'key': [method, dataset, float(epsilon), int(seed)],
+        harness.append_jsonl(raw, {'kind': 'superseded', 'key': [method, dataset, float(epsilon), int(seed)],
                       'reason': args.redo_reason, 'at': f'{_dt.datetime.utcnow():%H:%M}'})
     runs, sessions = read_raw(raw)
     classifiers = pd.read_csv(clf_csv) if clf_csv.exists() else pd.DataFrame()
@@ -715,7 +685,7 @@ def main(argv=None):
     estimate = sum(_estimate(t, runs) for t in tasks)
     print(f'{len(tasks)} run(s) to do ({len(done)} already done); estimated '
           f'{estimate / 60:.0f} min', flush=True)
-    session = {'kind': 'session', 'command': 'python benchmarks/dpkip.py ' + ' '.join(
+    session = {'kind': 'session', 'command': 'python benchmarks/studies/dpkip.py ' + ' '.join(
         sys.argv[1:] if argv is None else argv), 'start': f'{_dt.datetime.utcnow():%H:%M}',
         'skipped': []}
     started = time.perf_counter()
@@ -731,7 +701,7 @@ def main(argv=None):
                 continue
         run_start = time.perf_counter()
         try:
-            row, per_classifier = _run_isolated(task)
+            row, per_classifier = harness.run_isolated(run_task, task)
             row['error'] = None
         except Exception as error:  # noqa: BLE001 - record it, go on
             traceback.print_exc()
@@ -739,9 +709,9 @@ def main(argv=None):
             row['error'] = f'{type(error).__name__}: {error}'
             per_classifier = []
         row['wall_s'] = time.perf_counter() - run_start
-        row['git'] = adult._git_commit()
+        row['git'] = harness.git_commit()
         row['finished'] = f'{_dt.datetime.utcnow():%H:%M:%S}'
-        _append(raw, row)
+        harness.append_jsonl(raw, row)
         runs.append(row)
         if per_classifier:
             classifiers = pd.concat([classifiers, pd.DataFrame(per_classifier)],
@@ -764,7 +734,7 @@ def main(argv=None):
     session['elapsed_s'] = time.perf_counter() - started
     session['end'] = f'{_dt.datetime.utcnow():%H:%M}'
     sessions.append(session)
-    _append(raw, session)
+    harness.append_jsonl(raw, session)
     report()
     print(f'wrote {md}; session {session["elapsed_s"] / 60:.1f} min', flush=True)
     return 0
