@@ -22,18 +22,20 @@ Every run (path x method x size) is a fresh process: peak memory is that run's a
   features) ran about 10x slower on this shared, loaded machine (a 20,000-row Parquet pass:
   14.9 s against 1.4 s);
 - the physical limit of the pass: the matmul FLOPs per row of every feature map (counted by the
-  torch profiler on 2,048 encoded rows; elementwise feature work not counted) against the rate
-  of a dense float64 matmul measured on the same cores; and each map's own time per row, in the
-  distributed pass's chunks. Each run's share of the limit uses the cores its path runs on.
+  torch profiler on 2,048 encoded rows at issue 19; stored in ``results/scale.json`` as
+  ``profiles`` and read from there) against the rate of a dense float64 matmul measured on the
+  same cores. Each run's share of the limit uses the cores its path runs on.
+- the stages of a fit are timed by ``harness.stage_times`` (cProfile, by function name, in the
+  calling thread): a stage that runs in other threads shows as 0 s.
 
-    python benchmarks/scale.py --sizes 1000000,10000000 --paths parquet,dask,spark,pandas
-    python benchmarks/scale.py --sizes 100000 --methods dpmerf --steps 10   # quick look
+    python benchmarks/studies/scale.py --sizes 1000000,10000000 --paths parquet,dask,spark,pandas
+    python benchmarks/studies/scale.py --sizes 100000 --methods dpmerf --steps 10   # quick look
 
 Writes ``results/scale.md`` and ``results/scale.json`` (one record per run, appended).
 ``--note-file`` puts a Markdown text under the title; ``--before OTHER.json`` adds a before/after
 table of the pass (the runs of an earlier commit, e.g. ``results/scale_before.json``).
 
-    python benchmarks/scale.py --report-only --note-file benchmarks/results/scale_note.md \
+    python benchmarks/studies/scale.py --report-only --note-file benchmarks/results/scale_note.md \
         --before benchmarks/results/scale_before.json
 """
 
@@ -47,10 +49,13 @@ import time
 import warnings
 from pathlib import Path
 
-HERE = Path(__file__).parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+
+HERE = harness.BENCH
 #: where the sampled tables go (big: put it outside the repo, e.g. SDV_DPKME_SCALE_CACHE=/tmp/...)
 CACHE = Path(os.environ.get('SDV_DPKME_SCALE_CACHE', HERE / 'cache' / 'scale'))
-RESULTS = HERE / 'results'
+RESULTS = harness.RESULTS
 TABLE = 'adult'
 TARGET = 'income'
 METHODS = {'dphp': 'DPHPSynthesizer', 'dpmerf': 'DPMERFSynthesizer'}
@@ -70,8 +75,8 @@ def make_base(rows, seed=0):
     for old in base.glob('*.parquet'):
         old.unlink()
     data, metadata, domain = load_adult_sample()
-    synth = DPHPSynthesizer(metadata, epsilon=1.0, domain=domain, target_column=TARGET,
-                            random_state=seed, steps=100, verbose=False)
+    synth = harness.make(DPHPSynthesizer, metadata, 1.0, domain=domain, target_column=TARGET,
+                         random_state=seed, steps=100, verbose=False)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({TABLE: data})
@@ -153,35 +158,20 @@ class WorkerPeak:
         self._thread.join()
 
 
+#: the fit's stages, by where the package defines them (harness.stage_times: no patching)
+STAGES = {'pass': ('sdv_dpkme/engines/', 'one_pass'), 'train': ('sdv_dpkme/engines/kme', 'train')}
+
+
 def run_one(path, method, size, base_rows, steps, spark_partitions):
     import torch
 
     import sdv_dpkme
-    import sdv_dpkme.engines.kme as kme
     from sdv_dpkme.datasets import load_adult_sample
 
     folder = table_dir(size, base_rows)
     _, metadata, domain = load_adult_sample()
-    synth = getattr(sdv_dpkme, METHODS[method])(
-        metadata, epsilon=1.0, domain=domain, target_column=TARGET, random_state=0,
-        steps=steps, verbose=False)
-    timing = {}
-    one_pass, train = kme.one_pass, kme.train
-
-    def timed_pass(*args, **kwargs):
-        start = time.perf_counter()
-        out = one_pass(*args, **kwargs)
-        timing['pass_s'] = time.perf_counter() - start
-        timing['features'] = {t.group: t.feature_map.dim for t in args[2]}
-        return out
-
-    def timed_train(*args, **kwargs):
-        start = time.perf_counter()
-        out = train(*args, **kwargs)
-        timing['train_s'] = time.perf_counter() - start
-        return out
-
-    kme.one_pass, kme.train = timed_pass, timed_train
+    synth = harness.make(getattr(sdv_dpkme, METHODS[method]), metadata, 1.0, domain=domain,
+                         target_column=TARGET, random_state=0, steps=steps, verbose=False)
     spark = None
     code = subprocess.run(['git', '-C', str(HERE), 'rev-parse', '--short', 'HEAD'],
                           capture_output=True, text=True).stdout.strip()
@@ -197,13 +187,16 @@ def run_one(path, method, size, base_rows, steps, spark_partitions):
             data = pd.read_parquet(folder)
             record['load_s'] = time.perf_counter() - start
             start = time.perf_counter()
-            synth.fit({TABLE: data})
+            _, timing = harness.stage_times(lambda: synth.fit({TABLE: data}), STAGES)
         elif path == 'parquet':
-            sdv_dpkme.fit_distributed(synth, folder)
+            _, timing = harness.stage_times(lambda: sdv_dpkme.fit_distributed(synth, folder),
+                                            STAGES)
         elif path == 'dask':
             import dask.dataframe as dd
 
-            sdv_dpkme.fit_distributed(synth, dd.read_parquet(str(folder)))
+            frame = dd.read_parquet(str(folder))
+            _, timing = harness.stage_times(lambda: sdv_dpkme.fit_distributed(synth, frame),
+                                            STAGES)
         elif path == 'spark':
             os.environ['PYSPARK_PYTHON'] = sys.executable
             from pyspark.sql import SparkSession
@@ -217,13 +210,15 @@ def run_one(path, method, size, base_rows, steps, spark_partitions):
                      .getOrCreate())
             record['spark_start_s'] = time.perf_counter() - start
             start = time.perf_counter()
-            sdv_dpkme.fit_distributed(synth, spark.read.parquet(str(folder)))
+            frame = spark.read.parquet(str(folder))
+            _, timing = harness.stage_times(lambda: sdv_dpkme.fit_distributed(synth, frame),
+                                            STAGES)
         record['fit_s'] = time.perf_counter() - start
     if spark is not None:
         spark.stop()
-    record.update(timing)
+    record.update(pass_s=timing['pass'], train_s=timing['train'])
     record['other_s'] = record['fit_s'] - record['pass_s'] - record['train_s']
-    record['pass_rows_per_s'] = size / record['pass_s']
+    record['pass_rows_per_s'] = size / record['pass_s'] if record['pass_s'] else None
     record['driver_peak_mb'] = _status_kb(os.getpid(), 'VmHWM') / 1024
     record['workers_peak_mb'] = workers.peak_kb / 1024 if path == 'spark' else None
     record['epsilon_spent'] = synth.get_privacy_report().epsilon_spent
@@ -232,62 +227,6 @@ def run_one(path, method, size, base_rows, steps, spark_partitions):
 
 
 # ----------------------------------------------------------------------- physical limit
-def flop_profile(method):
-    """Per feature map: matmul FLOPs per row (torch profiler) and measured seconds per row."""
-    import torch
-
-    import sdv_dpkme
-    import sdv_dpkme.engines.kme as kme
-    from sdv_dpkme.datasets import load_adult_sample
-
-    data, metadata, domain = load_adult_sample()
-    caught = {}
-
-    def grab(rows, n_classes, terms, verbose):
-        caught['x'], caught['y'] = rows.to_numpy()
-        caught['terms'], caught['classes'] = terms, n_classes
-        raise StopIteration
-
-    kme.one_pass, real = grab, kme.one_pass
-    synth = getattr(sdv_dpkme, METHODS[method])(
-        metadata, epsilon=1.0, domain=domain, target_column=TARGET, random_state=0,
-        verbose=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        try:
-            synth.fit({TABLE: data})
-        except StopIteration:
-            pass
-    kme.one_pass = real
-    from sdv_dpkme.synthesizers.rows import pass_chunk_rows
-
-    rows = 2048
-    x = torch.as_tensor(caught['x'][:rows])
-    y = torch.nn.functional.one_hot(torch.as_tensor(caught['y'][:rows]),
-                                    caught['classes']).double()
-    # timed as the pass runs them: one thread, chunks of the pass's size
-    chunk = pass_chunk_rows([t.feature_map for t in caught['terms']])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    maps = []
-    for term in caught['terms']:
-        fm = term.feature_map
-        with torch.profiler.profile(with_flops=True) as prof:
-            fm.class_sums(x, y, project=True)
-        flops = sum(e.flops for e in prof.key_averages()) / rows
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            for s in range(0, rows, chunk):
-                fm.class_sums(x[s : s + chunk], y[s : s + chunk], project=True)
-            times.append(time.perf_counter() - start)
-        maps.append(dict(group=term.group, kind=type(fm).__name__, dim=fm.dim,
-                         flops_per_row=flops, us_per_row=min(times) / rows * 1e6))
-    torch.set_num_threads(threads)
-    return dict(method=method, encoded_width=int(x.shape[1]), classes=caught['classes'],
-                maps=maps)
-
-
 def gemm_rate(size=2048, repeats=5, threads=None):
     import torch
 
@@ -322,7 +261,7 @@ def _limit(record, profiles, rate, rate_1):
 
 def write_report(records, profiles, rate, note, rate_1=None, before=None):
     lines = ['# Scale-out: one-pass fits on pandas, Parquet, Dask and Spark (issue 19)', '',
-             'Written by `benchmarks/scale.py` (see its docstring for the protocol). '
+             'Written by `benchmarks/studies/scale.py` (see its docstring for the protocol). '
              f'Machine: {os.cpu_count()} cores shared with other jobs; the load average at '
              'the start and the end of each run is in the table: timings on a loaded machine '
              'are slower and noisier than on an idle one.', '', note, '']
@@ -341,7 +280,7 @@ def write_report(records, profiles, rate, note, rate_1=None, before=None):
             continue
         workers = f"{r['workers_peak_mb']:.0f}" if r.get('workers_peak_mb') else '–'
         limit = _limit(r, profiles, rate, rate_1)
-        share = f"{r['pass_rows_per_s'] / limit:.0%}" if limit else '–'
+        share = f"{r['pass_rows_per_s'] / limit:.0%}" if limit and r['pass_rows_per_s'] else '–'
         load = _loads(r)
         lines.append(
             f"| {r['method']} | {r['path']} | {r['rows']:,} | {r['pass_s']:.1f} | "
@@ -373,7 +312,7 @@ def write_report(records, profiles, rate, note, rate_1=None, before=None):
                 f"{m['us_per_row']:.1f} | {m['us_per_row'] / total_us:.0%} | "
                 f"{m['flops_per_row'] / rate * 1e6:.2f} |")
         shares = [(r['pass_rows_per_s'] / _limit(r, profiles, rate, rate_1), r) for r in records
-                  if r.get('method') == p['method'] and 'pass_rows_per_s' in r]
+                  if r.get('method') == p['method'] and r.get('pass_rows_per_s')]
         best = max(shares, key=lambda s: s[0]) if shares else None
         limit_1 = (rate_1 or rate) / total_flops if total_flops else float('inf')
         lines += ['', f'Matmul FLOPs per row: {total_flops / 1e3:.0f} k, so the physical limit is '
@@ -471,7 +410,7 @@ def main():
     note = Path(args.note_file).read_text() if args.note_file else args.note
     before = json.loads(Path(args.before).read_text())['records'] if args.before else None
     if args.report_only:
-        write_report(records, saved['profiles'], saved['gemm_flops'], note,
+        write_report(records, saved.get('profiles', []), saved['gemm_flops'], note,
                      saved.get('gemm_flops_1'), before)
         return
     print('sampling the base table ...', flush=True)
@@ -503,13 +442,12 @@ def main():
                            != (path, method, size)] + [record]
                 saved['records'] = records
                 store.write_text(json.dumps(saved, indent=1))
-    if 'profiles' not in saved or args.fresh:
-        saved['profiles'] = [flop_profile(m) for m in METHODS]
+    if 'gemm_flops' not in saved or args.fresh:
         saved['gemm_flops_1'] = gemm_rate(threads=1)
         saved['gemm_flops'] = gemm_rate(threads=os.cpu_count())
         store.write_text(json.dumps(saved, indent=1))
-    write_report(records, saved['profiles'], saved['gemm_flops'], note, saved.get('gemm_flops_1'),
-                 before)
+    write_report(records, saved.get('profiles', []), saved['gemm_flops'], note,
+                 saved.get('gemm_flops_1'), before)
     print(f"wrote {RESULTS / 'scale.md'}")
 
 
