@@ -16,10 +16,11 @@ subset. Writes benchmarks/results/reweighting.md (and a JSON of every run next t
     of the train split. epsilon = 1, delta = 1e-5, bundled public domain. Compared: uniform
     public rows, reweighted public rows (DPReweightingSynthesizer, defaults), DP-HP (defaults),
     and DP-HP's generated rows reweighted to its own released embeddings (post-processing, no
-    extra epsilon). Metrics against the private train split: SDMetrics quality, 3-way TV, MMD
+    extra epsilon; the two DP-HP arms are fitted on one test-only fixed noise seed per seed, so
+    they share their releases). Metrics against the private train split: SDMetrics quality, 3-way TV, MMD
     (the reweighting kernel on the public encoding); TSTR on the test split.
 
-Usage: python benchmarks/reweighting.py [--part a|b|both] [--quick] [--report-only]
+Usage: python benchmarks/studies/reweighting.py [--part a|b|both] [--quick] [--report-only]
 """
 
 import argparse
@@ -34,9 +35,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT.parent))
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
 from sdv_dpkme.engines import reweighting as rw  # noqa: E402
 from sdv_dpkme.privacy import Ledger  # noqa: E402
 
@@ -209,10 +209,7 @@ def table_a(rows):
 
 # ------------------------------------------------------------------------------- Adult (b)
 def adult_split():
-    from sdv_dpkme.datasets import adult_train_test_split, load_adult, load_adult_sample
-
-    _, metadata, domain = load_adult_sample()
-    train, test = adult_train_test_split(load_adult())
+    train, test, metadata, domain = harness.adult_split()
     rng = np.random.default_rng(0)
     bias = np.where(train['educational-num'] >= 13, 4.0, 1.0)
     pick = rng.choice(len(train), size=int(0.02 * len(train)), replace=False,
@@ -220,19 +217,6 @@ def adult_split():
     public = train.iloc[pick].reset_index(drop=True)
     private = train.drop(train.index[pick]).reset_index(drop=True)
     return private, public, test, metadata, domain
-
-
-def pooled_sampler(synth):
-    """Samples of a DP-HP fitted with ``reweight_generated_rows`` (its weighted pools), and a
-    sampler of the same fit's generator (the pools set aside), so both come from one fit."""
-    def plain(n):
-        pools, synth._model.pools = synth._model.pools, None
-        try:
-            return synth.sample(n)[synth._table_name]
-        finally:
-            synth._model.pools = pools
-
-    return plain, lambda n: synth.sample(n)[synth._table_name]
 
 
 def mmd(kernel_fn, a, b, rows=4000, seed=0):
@@ -287,9 +271,9 @@ def part_b(quick, out, draws=1, public_only=False):
 
     for seed in seeds:
         started = time.perf_counter()
-        reweighted = DPReweightingSynthesizer(metadata, 1.0, 1e-5, public_data=public,
-                                              domain=domain, target_column='income',
-                                              verbose=False, random_state=seed)
+        reweighted = harness.make(DPReweightingSynthesizer, metadata, 1.0, delta=1e-5,
+                                  public_data=public, domain=domain, target_column='income',
+                                  verbose=False, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             reweighted.fit({'adult': private})
@@ -312,16 +296,17 @@ def part_b(quick, out, draws=1, public_only=False):
         if public_only:
             continue
 
-        started = time.perf_counter()
-        dphp = DPHPSynthesizer(metadata, 1.0, 1e-5, domain=domain, target_column='income',
-                               reweight_generated_rows=4000, verbose=False, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            dphp.fit({'adult': private})
-        seconds = time.perf_counter() - started
-        plain, pooled = pooled_sampler(dphp)
-        score('DP-HP', seed, plain(n_out), seconds)
-        score('DP-HP + reweighted generated rows', seed, pooled(n_out), seconds)
+        # the same releases and training with and without the reweighted pools: two fits paired
+        # on a test-only fixed noise seed (the pools are post-processing of those releases)
+        for name, rows in (('DP-HP', 0), ('DP-HP + reweighted generated rows', 4000)):
+            started = time.perf_counter()
+            with warnings.catch_warnings(), harness.fixed_noise(10_000 + seed):
+                warnings.simplefilter('ignore')
+                dphp = harness.make(DPHPSynthesizer, metadata, 1.0, delta=1e-5, domain=domain,
+                                    target_column='income', reweight_generated_rows=rows,
+                                    verbose=False, random_state=seed)
+                dphp.fit({'adult': private})
+            score(name, seed, dphp.sample(n_out)['adult'], time.perf_counter() - started)
     path = out / 'reweighting_adult.json'
     if public_only and path.exists():  # keep the saved DP-HP rows
         results += [r for r in json.loads(path.read_text()) if 'DP-HP' in r['method']]
@@ -350,18 +335,18 @@ def table_b(rows):
     return '\n'.join(lines)
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--part', choices=['a', 'alg2', 'b', 'both'], default='both')
     parser.add_argument('--quick', action='store_true')
     parser.add_argument('--draws', type=int, default=1,
                         help='(b) resampling draws per fit of the public-row arms (averaged)')
     parser.add_argument('--public-only', action='store_true',
                         help='(b) rerun only the public-row arms; keep the saved DP-HP rows')
-    parser.add_argument('--out', default=str(ROOT / 'results'))
+    parser.add_argument('--out', default=str(harness.RESULTS))
     parser.add_argument('--report-only', action='store_true',
                         help='print the tables of the saved JSON runs')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.report_only:  # tables from the saved runs

@@ -1,4 +1,4 @@
-"""A second look at TSTR in part (b) of benchmarks/reweighting.py (Adult, biased public subset).
+"""A second look at TSTR in part (b) of benchmarks/studies/reweighting.py (Adult, biased public subset).
 
 Fits the reweighting release 3 times (fresh privacy noise) and scores TSTR (logistic regression,
 random forest, XGBoost; mean ROC-AUC / PR-AUC on the real test split) of public rows resampled
@@ -8,22 +8,33 @@ in four ways, 2 draws each:
   the result: uniform rows resampled to the private class share, and the release's weights with
   the class shares put back to the public ones.
 
-Usage: python benchmarks/reweighting_tstr_check.py   (about 10 min on 2 cores)
+Usage: python benchmarks/studies/reweighting_tstr_check.py   (about 10 min on 2 cores)
 The numbers are quoted in benchmarks/results/reweighting.md.
 """
 
+import argparse
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from reweighting import adult_split
-from sdv_dpkme import DPReweightingSynthesizer
-from sdv_dpkme.evaluation.tstr import tstr_scores
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+from benchmarks.studies.reweighting import adult_split  # noqa: E402
 
 CLASSIFIERS = ['LogisticRegression', 'RandomForestClassifier', 'XGBClassifier']
 
 
-def main(seeds=3, draws=2):
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--seeds', type=int, default=3, help='fits (fresh noise each)')
+    parser.add_argument('--draws', type=int, default=2, help='resampling draws per arm and fit')
+    args = parser.parse_args(argv)
+    from sdv_dpkme import DPReweightingSynthesizer
+    from sdv_dpkme.evaluation.tstr import tstr_scores
+
+    seeds, draws = args.seeds, args.draws
     private, public, test, metadata, domain = adult_split()
     categories = domain['known_categories']
     categorical = [c for c in categories if c != 'income']
@@ -41,9 +52,9 @@ def main(seeds=3, draws=2):
     private_share = (private.income == '>50K').mean()  # not DP: diagnostic arms only
     results = {}
     for seed in range(seeds):
-        synth = DPReweightingSynthesizer(metadata, 1.0, 1e-5, public_data=public, domain=domain,
-                                         target_column='income', verbose=False,
-                                         random_state=seed)
+        synth = harness.make(DPReweightingSynthesizer, metadata, 1.0, delta=1e-5,
+                             public_data=public, domain=domain, target_column='income',
+                             verbose=False, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             synth.fit({'adult': private})
@@ -68,4 +79,4 @@ def main(seeds=3, draws=2):
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())
