@@ -298,7 +298,7 @@ def part_b(quick, out, draws=1, public_only=False):
 
         # the same releases and training with and without the reweighted pools: two fits paired
         # on a test-only fixed noise seed (the pools are post-processing of those releases)
-        for name, rows in (('DP-HP', 0), ('DP-HP + reweighted generated rows', 4000)):
+        for name, rows in (('DP-HP', None), ('DP-HP + reweighted generated rows', 4000)):
             started = time.perf_counter()
             with warnings.catch_warnings(), harness.fixed_noise(10_000 + seed):
                 warnings.simplefilter('ignore')
