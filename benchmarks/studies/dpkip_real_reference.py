@@ -1,4 +1,4 @@
-"""The "real data" reference of benchmarks/dpkip.py: the same 12 classifiers trained on real
+"""The "real data" reference of benchmarks/studies/dpkip.py: the same 12 classifiers trained on real
 train rows (no privacy), scored on the same test rows.
 
 The DP-KIP paper's Table 5 has such a column (Census 0.776 / 0.408 for DP-KIP against 0.776 /
@@ -6,7 +6,7 @@ The DP-KIP paper's Table 5 has such a column (Census 0.776 / 0.408 for DP-KIP ag
 under this benchmark's protocol, and what PR-AUC the test split allows (its positive share is
 the PR-AUC of a random guess).
 
-    python benchmarks/dpkip_real_reference.py [adult,census] [rows]
+    python benchmarks/studies/dpkip_real_reference.py [adult,census] [rows]
 
 Trains on ``rows`` (default 20,000, the TSTR size of dpkip.py) real train rows drawn with seed 0
 and on 10 real rows per class (the size of a distilled set, seeds 0-2), scored on the test rows
@@ -15,18 +15,28 @@ results/dpkip_real_reference.jsonl (one file per run of this script), which dpki
 shows.
 """
 
+import argparse
 import json
 import sys
 import warnings
+from pathlib import Path
 
 import pandas as pd
 
-from dpkip import BENCH, PAPER_UNDERSAMPLE, TARGET, _score, load_data, undersampled_test
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+from benchmarks.studies.dpkip import (PAPER_UNDERSAMPLE, TARGET, _score, load_data,  # noqa: E402
+                                      undersampled_test)
 
-OUT = BENCH / 'results' / 'dpkip_real_reference.jsonl'
+OUT = harness.RESULTS / 'dpkip_real_reference.jsonl'
 
 
-def main(datasets, rows):
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('datasets', nargs='?', default='adult,census')
+    parser.add_argument('rows', nargs='?', type=int, default=20_000)
+    args = parser.parse_args(argv)
+    datasets, rows = args.datasets.split(','), args.rows
     lines = []
     for dataset in datasets:
         train, full_test, metadata, domain = load_data(dataset, False)
@@ -35,6 +45,7 @@ def main(datasets, rows):
             test = undersampled_test(full_test, positive) if thinned else full_test
             lines += _cases(dataset, train, test, metadata, domain, rows, thinned)
     OUT.write_text('\n'.join(lines) + '\n')
+    return 0
 
 
 def _cases(dataset, train, test, metadata, domain, rows, thinned):
@@ -63,5 +74,4 @@ def _cases(dataset, train, test, metadata, domain, rows, thinned):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1].split(',') if len(sys.argv) > 1 else ['adult', 'census'],
-         int(sys.argv[2]) if len(sys.argv) > 2 else 20_000)
+    sys.exit(main())

@@ -3,15 +3,15 @@
 The case "tried as a new user would": the Adult schema's public bounds and categories declared
 (``domain=``), ``target_column='income'``, every other argument default, epsilon = 1,
 delta = 1e-5. For each seed s: 4,000 rows drawn from the Adult train split of
-``benchmarks/adult.py`` (``sample(4000, random_state=s)``), a fit with ``random_state=s``
+``benchmarks/studies/adult.py`` (``sample(4000, random_state=s)``), a fit with ``random_state=s``
 (fresh privacy noise), a logistic regression (``sdv_dpkme.evaluation.tstr``'s, sklearn defaults,
 max_iter 1000) trained on the 20 distilled rows (``get_distilled_data()``) and scored (ROC-AUC,
 PR-AUC) on the whole real Adult test split (9,769 rows).
 
-    python benchmarks/dpkip_small.py                         # the plain user path, seeds 0-2
-    python benchmarks/dpkip_small.py --kwargs '{"steps": 50}' --seeds 0,1,2,3,4
-    python benchmarks/dpkip_small.py --record --label plain  # append to results/dpkip_small.jsonl
-    python benchmarks/dpkip_small.py --report                # its section of results/dpkip.md
+    python benchmarks/studies/dpkip_small.py                         # the plain user path, seeds 0-2
+    python benchmarks/studies/dpkip_small.py --kwargs '{"steps": 50}' --seeds 0,1,2,3,4
+    python benchmarks/studies/dpkip_small.py --record --label plain  # append to results/dpkip_small.jsonl
+    python benchmarks/studies/dpkip_small.py --report                # its section of results/dpkip.md
 
 Results: results/dpkip_small.jsonl (one line per run) and the section of results/dpkip.md.
 """
@@ -19,7 +19,6 @@ Results: results/dpkip_small.jsonl (one line per run) and the section of results
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import warnings
@@ -31,30 +30,19 @@ for _name in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's sdv_dpkme
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
 from sdv_dpkme import DPKIPSynthesizer  # noqa: E402
-from sdv_dpkme.datasets import adult_train_test_split, load_adult, load_adult_sample  # noqa: E402
 from sdv_dpkme.evaluation.tstr import tstr_scores  # noqa: E402
 
-BENCH = Path(__file__).resolve().parent
 ROWS = 4000
 EPSILON = 1.0
 DELTA = 1e-5
-JSONL = BENCH / 'results' / 'dpkip_small.jsonl'
-REPORT = BENCH / 'results' / 'dpkip.md'
+JSONL = harness.RESULTS / 'dpkip_small.jsonl'
+REPORT = harness.RESULTS / 'dpkip.md'
 START, END = '<!-- section:dpkip-small -->', '<!-- /section:dpkip-small -->'
 RESOLVED = ('steps', 'sampling_rate', 'clip_norm', 'learning_rate', 'regularization',
             'class_balance', 'support_init')
-
-
-def declaration(domain, how):
-    """``plain``: bounds and categories as constructor arguments, as a new user declares them;
-    ``domain``: the bundled domain (it adds scale hints: log for the capital columns)."""
-    if how == 'domain':
-        return {'domain': domain}
-    return {'known_min_max_values': domain['known_min_max_values'],
-            'known_categories': domain['known_categories']}
 
 
 def run(seed, kwargs, data, rows=ROWS, epsilon=EPSILON, declare='plain'):
@@ -64,8 +52,12 @@ def run(seed, kwargs, data, rows=ROWS, epsilon=EPSILON, declare='plain'):
     categorical = [c for c in categories if c != 'income']
     numerical = [c for c in train.columns if c not in categories]
     start = time.perf_counter()
-    synth = DPKIPSynthesizer(metadata, epsilon=epsilon, delta=DELTA,
-                             **declaration(domain, declare), target_column='income', verbose=False, random_state=seed, **kwargs)
+    # plain: bounds and categories, as a new user declares them; domain: the bundled domain
+    # (it adds scale hints: log for the capital columns)
+    declared = harness.declaration(domain, 'bundled' if declare == 'domain' else 'plain',
+                                   target=True)
+    synth = harness.make(DPKIPSynthesizer, metadata, epsilon, delta=DELTA, verbose=False,
+                         random_state=seed, **declared, **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'adult': private})
@@ -85,7 +77,7 @@ def run(seed, kwargs, data, rows=ROWS, epsilon=EPSILON, declare='plain'):
 
 def report():
     """Rewrite the small-table section of results/dpkip.md from the JSONL, one row per label."""
-    runs = [json.loads(line) for line in JSONL.read_text().splitlines() if line.strip()]
+    runs = harness.read_jsonl(JSONL)
     groups = {}
     for run_ in runs:
         groups.setdefault(run_['label'], []).append(run_)
@@ -134,8 +126,8 @@ def accountant_name(text):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--kwargs', default='{}', help='JSON of DPKIPSynthesizer arguments')
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--kwargs', default='{}', help='JSON of flat DPKIPSynthesizer settings')
     parser.add_argument('--seeds', default='0,1,2')
     parser.add_argument('--rows', type=int, default=ROWS)
     parser.add_argument('--epsilon', type=float, default=EPSILON)
@@ -147,12 +139,9 @@ def main():
     if args.report:
         return report()
     torch.set_num_threads(1)
-    _, metadata, domain = load_adult_sample()
-    train, test = adult_train_test_split(load_adult())
-    data = (train, test, metadata, domain)
+    data = harness.adult_split()
     kwargs = json.loads(args.kwargs)
-    commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
-                            text=True, cwd=BENCH).stdout.strip()
+    commit = harness.git_commit()
     results = []
     for seed in [int(s) for s in args.seeds.split(',')]:
         result = run(seed, kwargs, data, args.rows, args.epsilon, args.declare)
@@ -161,8 +150,7 @@ def main():
         results.append(result)
         print(json.dumps(result), flush=True)
         if args.record:
-            with open(JSONL, 'a') as handle:
-                handle.write(json.dumps(result) + '\n')
+            harness.append_jsonl(JSONL, result)
     rocs = [r['roc_auc'] for r in results]
     print(f'{args.label} {args.declare} {kwargs} rows {args.rows} eps {args.epsilon}: LR ROC mean '
           f'{np.mean(rocs):.3f} per seed {[round(r, 3) for r in rocs]} PR mean '
