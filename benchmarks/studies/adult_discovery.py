@@ -14,28 +14,28 @@ score. The bar: |discovered − declared| <= 0.02 for each of the three means.
 
 Usage::
 
-    nice -n 10 python benchmarks/adult_discovery.py            # 2 arms x 3 seeds
-    python benchmarks/adult_discovery.py --quick               # smoke run, _quick outputs
+    nice -n 10 python benchmarks/studies/adult_discovery.py            # 2 arms x 3 seeds
+    python benchmarks/studies/adult_discovery.py --quick               # smoke run, _quick outputs
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import multiprocessing
 import sys
 import time
 import traceback
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+from benchmarks.harness import DELTA, TARGET  # noqa: E402
+
 EPSILON = 1.0
-DELTA = 1e-5
-TARGET = 'income'
 BAR = 0.02
 ARMS = ('declared', 'discovered')
 METRICS = (('tstr_roc_auc', 'TSTR ROC-AUC'), ('tstr_pr_auc', 'TSTR PR-AUC'),
@@ -48,20 +48,16 @@ def run_task(task):
     warnings.filterwarnings('ignore', category=FutureWarning)
     warnings.filterwarnings('ignore', category=DeprecationWarning)
     from sdv_dpkme import DPHPSynthesizer
-    from sdv_dpkme.datasets import adult_train_test_split, load_adult, load_adult_sample
     from sdv_dpkme.domain import DomainDiscoveryWarning
     from sdv_dpkme.evaluation import evaluate
 
-    _, metadata, domain = load_adult_sample()
-    train, test = adult_train_test_split(load_adult())
-    if task['quick']:
-        train = train.sample(n=QUICK['rows'], random_state=0).reset_index(drop=True)
+    train, test, metadata, domain = harness.adult_split(QUICK['rows'] if task['quick'] else None)
     declared = task['arm'] == 'declared'
     kwargs = dict(known_min_max_values=domain['known_min_max_values'],
                   known_categories=domain['known_categories']) if declared else {}
-    synth = DPHPSynthesizer(metadata, epsilon=EPSILON, delta=DELTA, target_column=TARGET,
-                            random_state=task['seed'], verbose=False,
-                            domain_budget_share=task['share'], **kwargs, **task['model_kwargs'])
+    synth = harness.make(DPHPSynthesizer, metadata, EPSILON, delta=DELTA, target_column=TARGET,
+                         random_state=task['seed'], verbose=False,
+                         domain_budget_share=task['share'], **kwargs, **task['model_kwargs'])
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always', DomainDiscoveryWarning)
@@ -91,25 +87,12 @@ def run_task(task):
     return row
 
 
-def _run_isolated(task):
-    context = multiprocessing.get_context('spawn')
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as executor:
-        return executor.submit(run_task, task).result()
-
-
-def _mean_std(values):
-    values = pd.Series(values, dtype=float).dropna()
-    if values.empty:
-        return '–'
-    return f'{values.mean():.3f} ± {values.std(ddof=1):.3f}' if len(values) > 1 else f'{values.mean():.3f}'
-
-
 def write_markdown(frame, path, args, elapsed):
     ok = frame.loc[frame['error'].isna()]
     lines = ['# Private domain discovery on UCI Adult (DP-HP, ε = 1)'
              + (' — QUICK SMOKE RUN (not a result)' if args.quick else ''), '']
     lines.append(f'Generated {_dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} by '
-                 f'`python benchmarks/adult_discovery.py{" " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""}`'
+                 f'`python benchmarks/studies/adult_discovery.py{" " + " ".join(sys.argv[1:]) if len(sys.argv) > 1 else ""}`'
                  + (f' in {elapsed / 60:.1f} min.' if elapsed else ' from the CSV of earlier runs.')
                  + ' CPU: 2 cores shared with other work (fit times are indicative only).')
     lines += ['', '## Protocol', '',
@@ -130,7 +113,7 @@ def write_markdown(frame, path, args, elapsed):
     for arm in ARMS:
         group = frame.loc[frame['arm'] == arm]
         good = group.loc[group['error'].isna()]
-        cells = [_mean_std(good[m]) for m, _ in METRICS]
+        cells = [harness.mean_std(good[m]) for m, _ in METRICS]
         spent = f'{good["epsilon_spent"].max():.4g}' if len(good) else '–'
         alone = (f'{good["discovery_epsilon_alone"].mean():.3g}'
                  if len(good) and good['discovery_epsilon_alone'].notna().any() else '–')
@@ -165,7 +148,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--seeds', default='0,1,2')
     parser.add_argument('--share', type=float, default=0.1, help='domain_budget_share')
-    parser.add_argument('--out', default='benchmarks/results')
+    parser.add_argument('--out', default=str(harness.RESULTS))
     parser.add_argument('--quick', action='store_true', help='10,000 train rows, 50 steps, seed 0, 2 classifiers')
     parser.add_argument('--resume', action='store_true',
                         help='keep the successful runs of an earlier CSV, redo the rest')
@@ -196,7 +179,7 @@ def main(argv=None):
         tasks = [t for t in tasks if (t['arm'], t['seed']) not in done]
     for index, task in enumerate(tasks, 1):
         try:
-            row = _run_isolated(task)
+            row = harness.run_isolated(run_task, task)
             row['error'] = None
         except Exception as error:  # noqa: BLE001 - record it, go on
             traceback.print_exc()

@@ -8,20 +8,22 @@ CollapsedGeneratorWarning was given. SDV's GaussianCopula (not private) is the r
 ``--old-defaults K`` adds DP-HP with the former fixed steps=500, batch_size=1024 on the first K
 seeds (paired: same seeds).
 
-    python benchmarks/small_tables.py --seeds 20 --old-defaults 5   # writes results/small_tables.md
+    python benchmarks/studies/small_tables.py --seeds 20 --old-defaults 5   # writes results/small_tables.md
 """
 
 import argparse
 import json
 import os
-import time
+import sys
 import warnings
 from importlib.resources import files
 from pathlib import Path
 
 import pandas as pd
 
-RESULTS = Path(__file__).parent / 'results'
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
+
 TABLE = 'student_placements'
 PERCENT = ['second_perc', 'high_perc', 'degree_perc', 'employability_perc', 'mba_perc']
 BOUNDS = {**{c: (0, 100) for c in PERCENT}, 'salary': (0, 1_000_000),
@@ -49,26 +51,20 @@ def run_one(name, seed, data, metadata, **kwargs):
     import sdv_dpkme
 
     if name == 'GaussianCopula':
-        synth = GaussianCopulaSynthesizer(metadata)
+        synth = harness.make(GaussianCopulaSynthesizer, metadata, None)
     else:
-        cls = getattr(sdv_dpkme, name)
-        synth = cls(metadata, epsilon=1.0, known_min_max_values=BOUNDS,
-                    known_categories=CATEGORIES, nullable_columns=NULLABLE, random_state=seed,
-                    verbose=False, **kwargs)
+        synth = harness.make(getattr(sdv_dpkme, name), metadata, 1.0, known_min_max_values=BOUNDS,
+                             known_categories=CATEGORIES, nullable_columns=NULLABLE,
+                             random_state=seed, verbose=False, **kwargs)
+    timing = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        started = time.perf_counter()
-        synth.fit({TABLE: data})
-        fit_s = time.perf_counter() - started
-        started = time.perf_counter()
-        out = synth.sample(len(data))
-        sample_s = time.perf_counter() - started
-    out = out[TABLE] if isinstance(out, dict) else out
+        out = harness.fit_sample(synth, data, timing, TABLE)
     report = QualityReport()
     report.generate(data, out, metadata.to_dict()['tables'][TABLE], verbose=False)
     return {
         'method': name + ('' if not kwargs else ' ' + json.dumps(kwargs)), 'seed': seed,
-        'fit_s': fit_s, 'sample_s': sample_s, 'quality': report.get_score(),
+        'fit_s': timing['fit_s'], 'sample_s': timing['sample_s'], 'quality': report.get_score(),
         'distinct_rows': float(1 - out.drop(columns='student_id').duplicated().mean()),
         'collapse_warning': any(type(w.message).__name__ == 'CollapsedGeneratorWarning'
                                 for w in caught),
@@ -89,19 +85,13 @@ def summarise(frame):
     return pd.DataFrame(rows)
 
 
-def markdown(frame):
-    lines = ['| ' + ' | '.join(frame.columns) + ' |', '|' + '---|' * len(frame.columns)]
-    lines += ['| ' + ' | '.join(str(v) for v in row) + ' |' for row in frame.itertuples(index=False)]
-    return '\n'.join(lines)
-
-
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, default=20)
     parser.add_argument('--old-defaults', type=int, default=0,
                         help='also run DP-HP with steps=500, batch_size=1024 on this many seeds')
-    parser.add_argument('--out', default=str(RESULTS / 'small_tables'))
-    args = parser.parse_args()
+    parser.add_argument('--out', default=str(harness.RESULTS / 'small_tables'))
+    args = parser.parse_args(argv)
     data, metadata = load()
     runs = []
     plan = [('DPHPSynthesizer', s, {}) for s in range(args.seeds)]
@@ -116,17 +106,17 @@ def main():
     frame.to_csv(args.out + '.csv', index=False)
     table = summarise(frame)
     cores = os.cpu_count()
-    Path(args.out + '.md').write_text(
-        '# Small tables: student_placements (215 rows), epsilon = 1\n\n'
-        f'Written by `benchmarks/small_tables.py` on {cores} cores. Plain user path: public '
-        'bounds and categories declared (see the script), every other argument default; '
-        'GaussianCopula is SDV\'s, not private. Fit and sample times are wall-clock seconds; '
-        'quality is SDMetrics\' QualityReport against the 215 real rows.\n\n'
-        + markdown(table) + '\n',
-        encoding='utf-8',
-    )
+    intro = (f'Written by `benchmarks/studies/small_tables.py` on {cores} cores. Plain user path: '
+             'public bounds and categories declared (see the script), every other argument '
+             "default; GaussianCopula is SDV's, not private. Fit and sample times are "
+             "wall-clock seconds; quality is SDMetrics' QualityReport against the 215 real rows.")
+    body = harness.markdown_table(list(table.columns), table.itertuples(index=False))
+    harness.write_report(args.out + '.md',
+                         'Small tables: student_placements (215 rows), epsilon = 1',
+                         [(None, intro), (None, body)])
     print(table.to_string(index=False))
+    return 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())
