@@ -51,10 +51,11 @@ def make(cls, metadata, epsilon, **flat):
 
     ``build_kwargs`` (sdv_dpkme.synthesizers.options) sorts the names into the constructor's
     arguments and its ``kernel`` / ``training`` objects, and refuses unknown names with the list
-    of valid ones. ``cls`` may also be an SDV synthesizer (its keyword arguments unchanged).
+    of valid ones. SDV's synthesizers and the image estimators (``metadata`` None) take their
+    keyword arguments unchanged.
     """
-    if not cls.__module__.startswith('sdv_dpkme'):
-        return cls(metadata, **flat)
+    if not cls.__module__.startswith('sdv_dpkme.synthesizers'):
+        return cls(metadata, **flat) if metadata is not None else cls(epsilon=epsilon, **flat)
     build_kwargs = _build_kwargs()
     if build_kwargs is not None:
         return cls(metadata, **build_kwargs(cls, {'epsilon': epsilon, **flat}))

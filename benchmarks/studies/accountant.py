@@ -7,15 +7,17 @@ multiplier the accountant calibrates now and the one the accountant before issue
 (min of autodp's Theorem 9 RDP -- for Poisson groups, at each order, also the weak-triangle bound,
 now the test oracle ``tests/privacy/oracles.py`` -- and the exact Gaussian bound).
 
-Run from the repository root: ``python benchmarks/accountant_table.py``.
+Run: ``python benchmarks/studies/accountant.py``.
 """
 
+import argparse
 import math
-import os
 import sys
 import time
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout: package and tests
+from benchmarks import harness  # noqa: E402
 
 from sdv_dpkme.privacy._autodp import Mechanism, approx_dp, transformer_zoo  # noqa: E402
 from sdv_dpkme.privacy.subsampled import (  # noqa: E402
@@ -32,7 +34,7 @@ from tests.privacy.oracles import poisson_group_rdp  # noqa: E402
 
 EPSILON, DELTA, EPOCHS = 1.0, 1e-5, 10
 RATES = [(0.01, '0.01'), (1 / 30, '1/30'), (0.1, '0.1')]
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results', 'accountant.md')
+OUT = harness.RESULTS / 'accountant.md'
 
 
 def old_epsilon(sigma, q, steps, sampling):
@@ -64,7 +66,8 @@ def old_multiplier(q, steps, sampling):
     return high
 
 
-def main():
+def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.split('\n\n')[0]).parse_args(argv)
     rows = []
     for kind, sampling in [('Poisson DP-SGD (DP-KIP)', SAMPLING_POISSON),
                            ('minibatch without replacement (DP-MERF)', SAMPLING_WOR)]:
@@ -100,12 +103,11 @@ def main():
         lines.append(f'| {kind} | {label} | {steps} | {fmt(old)} | {fmt(new)} | '
                      f'{new / old:.3f} | {bound} | {spent:.5f} | {seconds:.2f} |')
     lines.append('')
-    lines.append('Produced by `benchmarks/accountant_table.py`.')
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+    lines.append('Produced by `benchmarks/studies/accountant.py`.')
+    OUT.write_text('\n'.join(lines) + '\n', encoding='utf-8')
     print('\n'.join(lines))
+    return 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

