@@ -1,10 +1,11 @@
 """The benchmarks' shared harness: tables and declarations, synthesizer construction from flat
 settings, process isolation and memory, timing, and report writing. Each study in
 ``benchmarks/studies/`` is a short script on top of it (benchmarks/README.md)."""
+from . import plots
 from .heldout import hypothyroid, wheel_member
 from .make import epsilon_spent, fixed_noise, make
 from .peers import SMARTNOISE_PYTHON, check_smartnoise, run_smartnoise
-from .report import (append_jsonl, fmt, largest, machine_line, markdown_table, mean_std,
+from .report import (COLUMNS, append_jsonl, columns, fmt, largest, machine_line, markdown_table, mean_std,
                      parse_floats, parse_ints, read_jsonl, write_report)
 from .stages import stage_times
 from .system import (BENCH, RESULTS, ROOT, check_import, cpu_model, git_commit, machine,
@@ -14,9 +15,9 @@ from .tables import (DELTA, DOMAIN_ARMS, TARGET, adult_split, census_split, decl
 
 __all__ = [
     'BENCH', 'DELTA', 'SMARTNOISE_PYTHON', 'check_smartnoise', 'run_smartnoise', 'DOMAIN_ARMS', 'RESULTS', 'ROOT', 'TARGET', 'adult_split', 'append_jsonl',
-    'census_split', 'check_import', 'cpu_model', 'declaration', 'epsilon_spent', 'fit_sample',
+    'COLUMNS', 'census_split', 'check_import', 'columns', 'cpu_model', 'declaration', 'epsilon_spent', 'fit_sample',
     'fixed_noise', 'fmt', 'git_commit', 'hypothyroid', 'largest', 'machine', 'machine_line', 'make',
-    'markdown_table', 'mean_std', 'memory_gb', 'parse_floats', 'parse_ints', 'read_jsonl',
+    'markdown_table', 'mean_std', 'plots', 'memory_gb', 'parse_floats', 'parse_ints', 'read_jsonl',
     'run_isolated', 'score', 'shutdown_loky', 'stage_times', 'usable_cores', 'versions',
     'vm_hwm_mb', 'wheel_member', 'write_report',
 ]

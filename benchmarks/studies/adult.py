@@ -150,20 +150,9 @@ BARS = {
 BAR_EPSILON = 1.0
 
 #: Columns of the summary tables: (column, header, format).
-METRICS = (
-    ('quality', 'quality', '{:.3f}'),
-    ('column_shapes', 'shapes', '{:.3f}'),
-    ('column_pair_trends', 'pair trends', '{:.3f}'),
-    ('diagnostic', 'diagnostic', '{:.3f}'),
-    ('tstr_roc_auc', 'ROC-AUC', '{:.3f}'),
-    ('tstr_pr_auc', 'PR-AUC', '{:.3f}'),
-    ('tv_alpha3', 'TV3', '{:.3f}'),
-    ('tv_alpha4', 'TV4', '{:.3f}'),
-    ('fit_s', 'fit s', '{:.1f}'),
-    ('sample_s', 'sample s', '{:.1f}'),
-    ('peak_mb', 'peak MB', '{:.0f}'),
-    ('epsilon_spent', 'ε spent', '{:.4g}'),
-)
+METRICS = harness.columns('quality', 'column_shapes', 'column_pair_trends', 'diagnostic',
+                          'tstr_roc_auc', 'tstr_pr_auc', 'tv_alpha3', 'tv_alpha4', 'fit_s',
+                          'sample_s', 'peak_mb', 'epsilon_spent')
 NOT_FOR_REFERENCE = ('fit_s', 'sample_s', 'peak_mb', 'epsilon_spent')
 
 
@@ -551,132 +540,6 @@ def write_markdown(frame, path, args, machine, elapsed, skipped, estimate_s):
     Path(path).write_text('\n'.join(lines), encoding='utf-8')
 
 
-# ------------------------------------------------------------------------------ plots
-def _new_figure(width, height):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=120)
-    FigureCanvasAgg(figure)
-    return figure
-
-
-MARKERS = {'dphp': 'o', 'dpmerf': 's', 'gaussiancopula': 'D', 'ctgan': 'v', 'mst': '^',
-           'aim': 'P'}
-COLORS = {'dphp': 'C0', 'dpmerf': 'C1', 'gaussiancopula': 'C7', 'ctgan': 'C5', 'mst': 'C2',
-          'aim': 'C3'}
-
-
-def plot_quality(frame, path, title_suffix=''):
-    data = _ok(frame)
-    methods = [m for m in METHODS if (data['method'] == m).any()]
-    if not methods:
-        return None
-    finite = sorted({float(e) for e in data.loc[data['method'].isin(methods), 'epsilon']
-                     if math.isfinite(e)})
-    inf_x = (max(finite) * 10) if finite else 1.0
-    reference = data.loc[data['method'] == 'reference']
-    panels = (('quality', 'SDMetrics quality'), ('tstr_roc_auc', 'TSTR ROC-AUC'),
-              ('tstr_pr_auc', 'TSTR PR-AUC'))
-    figure = _new_figure(15, 4.6)
-    for index, (column, title) in enumerate(panels):
-        axes = figure.add_subplot(1, 3, index + 1)
-        for number, method in enumerate(methods):
-            # Small multiplicative x-offset per method so that error bars do not overlap.
-            shift = 1.0 + 0.07 * (number - (len(methods) - 1) / 2)
-            sub = data.loc[data['method'] == method]
-            stats = sub.groupby('epsilon')[column].agg(['mean', 'std'])
-            xs = [e for e in stats.index if math.isfinite(e)]
-            color, marker = COLORS[method], MARKERS[method]
-            label = METHODS[method][0]
-            if xs:
-                axes.errorbar([x * shift for x in xs], stats.loc[xs, 'mean'],
-                              yerr=stats.loc[xs, 'std'].fillna(0),
-                              color=color, marker=marker, capsize=3, label=label)
-                label = None
-            infs = [e for e in stats.index if math.isinf(e)]
-            if infs:
-                axes.errorbar([inf_x * shift], [stats.loc[infs[0], 'mean']],
-                              yerr=[0 if pd.isna(stats.loc[infs[0], 'std'])
-                                    else stats.loc[infs[0], 'std']],
-                              color=color, marker=marker, markerfacecolor='white', capsize=3,
-                              linestyle='none', label=label)
-        if len(reference) and pd.notna(reference.iloc[0].get(column)):
-            axes.axhline(float(reference.iloc[0][column]), color='black', linestyle=':',
-                         linewidth=1, label=REFERENCE_LABEL)
-        ticks = finite + [inf_x]
-        if finite:
-            axes.axvline(math.sqrt(max(finite) * inf_x), color='grey', linewidth=0.8,
-                         linestyle='--')
-        axes.set_xscale('log')
-        axes.set_xticks(ticks)
-        axes.set_xticklabels([f'{e:g}' for e in finite] + ['∞ / non-DP'])
-        axes.minorticks_off()
-        axes.set_xlim(min(ticks) / 2, max(ticks) * 2)
-        axes.set_xlabel(f'ε (δ = {DELTA:g}); hollow = no noise / non-DP')
-        axes.set_title(title)
-        axes.grid(True, alpha=0.3)
-        if index == 0:
-            axes.legend(fontsize='small', loc='best')
-    figure.suptitle('UCI Adult: synthetic-data quality and TSTR vs ε (mean ± std over seeds)'
-                    + title_suffix)
-    figure.tight_layout()
-    figure.savefig(path, format='png')
-    return path
-
-
-def plot_time(frame, path, title_suffix=''):
-    data = _ok(frame)
-    methods = [m for m in METHODS if (data['method'] == m).any()]
-    if not methods:
-        return None
-    epsilons = sorted({float(e) for e in data.loc[data['method'].isin(methods), 'epsilon']},
-                      key=lambda e: (math.isinf(e), e))
-    width = 0.8 / max(len(epsilons), 1)
-    cmap = {e: f'C{i}' for i, e in enumerate(epsilons)}
-    figure = _new_figure(13, 4.6)
-    panels = (('fit_s', 'fit wall time (s, log scale)', 60.0, 'DP-KME bar 60 s', True),
-              ('peak_mb', 'peak RSS of fit + sample (MB)', 1500.0, 'DP-HP bar 1.5 GB', False))
-    for index, (column, ylabel, bar, bar_label, log) in enumerate(panels):
-        axes = figure.add_subplot(1, 2, index + 1)
-        present = {m: [e for e in epsilons
-                       if ((data['method'] == m) & (data['epsilon'] == e)).any()]
-                   for m in methods}
-        labelled = set()
-        for i, method in enumerate(methods):
-            count = len(present[method])
-            for j, epsilon in enumerate(present[method]):
-                sub = data.loc[(data['method'] == method) & (data['epsilon'] == epsilon), column]
-                sub = pd.to_numeric(sub, errors='coerce').dropna()
-                if not len(sub):
-                    continue
-                x = i + width * (j - (count - 1) / 2)  # bars centred on the method's tick
-                mean = float(sub.mean())
-                std = float(sub.std(ddof=1)) if len(sub) > 1 else 0.0
-                label = None
-                if epsilon not in labelled:
-                    label = 'ε = ∞ / non-DP' if math.isinf(epsilon) else f'ε = {epsilon:g}'
-                    labelled.add(epsilon)
-                axes.bar([x], [mean], width=width * 0.95, yerr=[std], capsize=2,
-                         color=cmap[epsilon], alpha=0.85, label=label)
-                axes.annotate(f'{mean:.0f}', (x, mean + std), textcoords='offset points',
-                              xytext=(0, 2), ha='center', fontsize=6)
-        axes.axhline(bar, color='black', linestyle='--', linewidth=1, label=bar_label)
-        axes.set_xticks(range(len(methods)))
-        axes.set_xticklabels([METHODS[m][0].replace(' (smartnoise)', '\n(smartnoise)')
-                              for m in methods], fontsize='small')
-        axes.set_ylabel(ylabel)
-        if log:
-            axes.set_yscale('log')
-        axes.grid(True, axis='y', alpha=0.3)
-        axes.legend(fontsize='x-small', loc='best')
-    figure.suptitle('UCI Adult: fit cost per method and ε (mean ± std over seeds)'
-                    + title_suffix)
-    figure.tight_layout()
-    figure.savefig(path, format='png')
-    return path
-
-
 # ------------------------------------------------------------------------------- main
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -888,9 +751,18 @@ def main(argv=None):
     suffix = ' (QUICK smoke run)' if args.quick else ''
     write_markdown(frame, paths['md'], args, machine, elapsed, skipped, estimate_s)
     written = [paths['md'], paths['csv'], paths['tstr']]
-    for key, plot in (('quality', plot_quality), ('time', plot_time)):
+    labels = {method: spec[0] for method, spec in METHODS.items()}
+    plots = (
+        ('quality', lambda path: harness.plots.quality_vs_epsilon(
+            frame, path, labels, 'UCI Adult: synthetic-data quality and TSTR vs ε (mean ± std '
+            'over seeds)' + suffix, DELTA, REFERENCE_LABEL)),
+        ('time', lambda path: harness.plots.cost_bars(
+            frame, path, labels, 'UCI Adult: fit cost per method and ε (mean ± std over seeds)'
+            + suffix, {'fit_s': (60.0, 'DP-KME bar 60 s'), 'peak_mb': (1500.0, 'DP-HP bar 1.5 GB')})),
+    )
+    for key, plot in plots:
         try:
-            if plot(frame, paths[key], suffix):
+            if plot(paths[key]):
                 written.append(paths[key])
         except Exception:  # noqa: BLE001 - a broken plot must not lose the tables
             traceback.print_exc()

@@ -120,22 +120,11 @@ CENSUS_BIN_EDGES = {
 }
 
 #: summary columns: (key, header, format, higher_is_better)
-METRICS = (
-    ('quality', 'quality', '{:.3f}', True),
-    ('column_shapes', 'shapes', '{:.3f}', True),
-    ('column_pair_trends', 'pair trends', '{:.3f}', True),
-    ('tstr_roc_auc', 'ROC-AUC', '{:.3f}', True),
-    ('tstr_pr_auc', 'PR-AUC', '{:.3f}', True),
-    ('tv_alpha3', 'TV3 (lower better)', '{:.4f}', False),
-    ('diagnostic', 'diagnostic', '{:.3f}', True),
-)
-COSTS = (
-    ('fit_s', 'fit s', '{:.0f}'),
-    ('sample_s', 'sample s', '{:.1f}'),
-    ('peak_mb', 'peak MB', '{:.0f}'),
-    ('eval_s', 'eval s', '{:.0f}'),
-    ('positive_share', 'share 50000+', '{:.3f}'),
-)
+METRICS = tuple((key, header, spec, key != 'tv_alpha3') for key, header, spec in harness.columns(
+    'quality', 'column_shapes', 'column_pair_trends', 'tstr_roc_auc', 'tstr_pr_auc', 'tv_alpha3',
+    'diagnostic', tv_alpha3=('TV3 (lower better)', '{:.4f}')))
+COSTS = harness.columns('fit_s', 'sample_s', 'peak_mb', 'eval_s', 'positive_share',
+                        fit_s=('fit s', '{:.0f}'), positive_share=('share 50000+', '{:.3f}'))
 
 
 # --------------------------------------------------------------------------- child side

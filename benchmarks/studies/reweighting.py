@@ -219,6 +219,19 @@ def adult_split():
     return private, public, test, metadata, domain
 
 
+def fit_reweighting(private, public, metadata, domain, seed):
+    """DPReweightingSynthesizer (defaults, ε = 1, δ = 1e-5) on the private rows: (synth, seconds)."""
+    from sdv_dpkme import DPReweightingSynthesizer
+
+    started = time.perf_counter()
+    synth = harness.make(DPReweightingSynthesizer, metadata, 1.0, delta=1e-5, public_data=public,
+                         domain=domain, target_column='income', verbose=False, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'adult': private})
+    return synth, time.perf_counter() - started
+
+
 def mmd(kernel_fn, a, b, rows=4000, seed=0):
     rng = np.random.default_rng(seed)
     a = a[rng.choice(len(a), size=min(rows, len(a)), replace=False)]
@@ -228,7 +241,7 @@ def mmd(kernel_fn, a, b, rows=4000, seed=0):
 
 
 def part_b(quick, out, draws=1, public_only=False):
-    from sdv_dpkme import DPHPSynthesizer, DPReweightingSynthesizer
+    from sdv_dpkme import DPHPSynthesizer
     from sdv_dpkme.evaluation import quality_scores
     from sdv_dpkme.evaluation.marginals import marginal_tv
     from sdv_dpkme.evaluation.tstr import tstr_scores
@@ -270,14 +283,7 @@ def part_b(quick, out, draws=1, public_only=False):
             f'{k} {v:.4f}' for k, v in row.items() if isinstance(v, float)), flush=True)
 
     for seed in seeds:
-        started = time.perf_counter()
-        reweighted = harness.make(DPReweightingSynthesizer, metadata, 1.0, delta=1e-5,
-                                  public_data=public, domain=domain, target_column='income',
-                                  verbose=False, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            reweighted.fit({'adult': private})
-        seconds = time.perf_counter() - started
+        reweighted, seconds = fit_reweighting(private, public, metadata, domain, seed)
         if encoder is None:  # the public encoding and the reweighting kernel, for the MMD
             processor = reweighted._data_processor
             kernel = reweighted._model.kernel

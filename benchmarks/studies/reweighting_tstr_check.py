@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's harness and package
-from benchmarks import harness  # noqa: E402
-from benchmarks.studies.reweighting import adult_split  # noqa: E402
+from benchmarks.studies.reweighting import adult_split, fit_reweighting  # noqa: E402
 
 CLASSIFIERS = ['LogisticRegression', 'RandomForestClassifier', 'XGBClassifier']
 
@@ -31,7 +30,6 @@ def main(argv=None):
     parser.add_argument('--seeds', type=int, default=3, help='fits (fresh noise each)')
     parser.add_argument('--draws', type=int, default=2, help='resampling draws per arm and fit')
     args = parser.parse_args(argv)
-    from sdv_dpkme import DPReweightingSynthesizer
     from sdv_dpkme.evaluation.tstr import tstr_scores
 
     seeds, draws = args.seeds, args.draws
@@ -52,12 +50,7 @@ def main(argv=None):
     private_share = (private.income == '>50K').mean()  # not DP: diagnostic arms only
     results = {}
     for seed in range(seeds):
-        synth = harness.make(DPReweightingSynthesizer, metadata, 1.0, delta=1e-5,
-                             public_data=public, domain=domain, target_column='income',
-                             verbose=False, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            synth.fit({'adult': private})
+        synth, _ = fit_reweighting(private, public, metadata, domain, seed)
         weights = synth.weighted_public_data()['sampling_probability'].to_numpy()
         private_prior = np.where(positive, private_share / positive.mean(),
                                  (1 - private_share) / (1 - positive.mean()))
