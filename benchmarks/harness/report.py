@@ -9,27 +9,20 @@ import numpy as np
 import pandas as pd
 
 
-#: how a report shows each scored or measured quantity: (header, format)
-COLUMNS = {
-    'quality': ('quality', '{:.3f}'),
-    'column_shapes': ('shapes', '{:.3f}'),
-    'column_pair_trends': ('pair trends', '{:.3f}'),
-    'diagnostic': ('diagnostic', '{:.3f}'),
-    'tstr_roc_auc': ('ROC-AUC', '{:.3f}'),
-    'tstr_pr_auc': ('PR-AUC', '{:.3f}'),
-    'tv_alpha3': ('TV3', '{:.3f}'),
-    'tv_alpha4': ('TV4', '{:.3f}'),
-    'fit_s': ('fit s', '{:.1f}'),
-    'sample_s': ('sample s', '{:.1f}'),
-    'peak_mb': ('peak MB', '{:.0f}'),
-    'eval_s': ('eval s', '{:.0f}'),
-    'epsilon_spent': ('ε spent', '{:.4g}'),
-}
+#: the header of each scored or measured quantity in a report
+HEADERS = {'quality': 'quality', 'column_shapes': 'shapes', 'column_pair_trends': 'pair trends',
+           'diagnostic': 'diagnostic', 'tstr_roc_auc': 'ROC-AUC', 'tstr_pr_auc': 'PR-AUC',
+           'tv_alpha3': 'TV3', 'tv_alpha4': 'TV4', 'fit_s': 'fit s', 'sample_s': 'sample s',
+           'peak_mb': 'peak MB', 'eval_s': 'eval s', 'epsilon_spent': 'ε spent'}
+#: its number format where not three decimals
+FORMATS = {'fit_s': '{:.1f}', 'sample_s': '{:.1f}', 'peak_mb': '{:.0f}', 'eval_s': '{:.0f}',
+           'epsilon_spent': '{:.4g}'}
 
 
 def columns(*keys, **changed):
-    """``(key, header, format)`` of each key, from ``COLUMNS`` or ``changed[key]``."""
-    return tuple((key, *changed.get(key, COLUMNS.get(key, (key, '{}')))) for key in keys)
+    """``(key, header, format)`` of each key (``changed[key]``: its own header and format)."""
+    return tuple((key, *changed.get(key, (HEADERS.get(key, key), FORMATS.get(key, '{:.3f}'))))
+                 for key in keys)
 
 
 def fmt(value, spec='{:.3f}'):
