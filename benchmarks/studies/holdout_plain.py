@@ -101,6 +101,7 @@ def main(argv=None):
         parser.error(f'unknown arm(s) {sorted(unknown)}; choose from {list(ARMS)}')
     data, meta, declared = harness.hypothyroid()
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     rows = pd.read_csv(out).to_dict('records') if out.exists() else []
     done = {(r['method'], r['arm'], int(r['seed'])) for r in rows}
     for seed in [int(s) for s in args.seeds.split(',')]:
