@@ -82,7 +82,7 @@ def report():
     for run_ in runs:
         groups.setdefault(run_['label'], []).append(run_)
     lines = [START, '## Small table: 4,000 Adult rows at ε = 1, 20 distilled rows (issue 40)', '',
-             'Written by `benchmarks/dpkip_small.py --report` from `results/dpkip_small.jsonl`. '
+             'Written by `benchmarks/studies/dpkip_small.py --report` from `results/dpkip_small.jsonl`. '
              'Per seed s: 4,000 rows of the Adult train split (`sample(4000, random_state=s)`), '
              'ε = 1, δ = 1e-5, `random_state=s`, fresh privacy noise, `support_per_class=10` '
              '(the 2 income classes: 20 rows); a logistic regression trained on '
