@@ -482,7 +482,9 @@ def report():
         docs = harness.ROOT / 'docs' / 'img'
         docs.mkdir(parents=True, exist_ok=True)
         shutil.copy(png, docs / 'images_grid.png')
-        md += ['', '![distilled and generated images, one row per class](images_grid.png)']
+        # the tracked copy: the one in results/ is generated and git-ignored
+        md += ['', '![distilled and generated images, one row per class]'
+               '(../../docs/img/images_grid.png)']
     (RESULTS / 'images.md').write_text('\n'.join(md) + '\n')
 
 
