@@ -45,7 +45,8 @@ def run_one(task):
         warnings.simplefilter('ignore')
         synth = harness.make(getattr(sdv_dpkme, scale.METHODS[task['method']]), metadata, 1.0,
                              delta=harness.DELTA, domain=domain, target_column=harness.TARGET,
-                             random_state=task['seed'], verbose=False, steps=task['steps'])
+                             random_state=task['seed'], verbose=False,
+                             **({} if task['steps'] is None else {'steps': task['steps']}))
         start = time.perf_counter()
         if task['path'] == 'pandas':
             synth.fit({scale.TABLE: pd.read_parquet(folder)})
