@@ -7,6 +7,8 @@ import platform
 import resource
 import subprocess
 import sys
+import time
+import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -53,6 +55,30 @@ def run_isolated(function, *args):
     context = multiprocessing.get_context('spawn')
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as executor:
         return executor.submit(function, *args).result()
+
+
+def attempt(function, task, keys, full_error=False):
+    """One run of a study: ``function(task)`` isolated and timed, a failure recorded, not raised.
+
+    Returns ``(row, extra)``: ``function``'s row (``error`` None) and what else it returned
+    (None when it returns a row only), or on a failure the row of ``task``'s ``keys`` with its
+    ``error`` (``full_error``: the whole traceback, else its last line; the traceback goes to
+    stderr) and None. ``row['wall_s']`` is the run's wall time, process start included.
+    """
+    start = time.perf_counter()
+    try:
+        result = run_isolated(function, task)
+    except Exception as error:  # noqa: BLE001 - record it and go on with the next run
+        text = ''.join(traceback.format_exception(error)).strip()
+        print(text, file=sys.stderr, flush=True)
+        row = {key: task.get(key) for key in keys}
+        row['error'] = text if full_error else f'{type(error).__name__}: {error}'
+        extra = None
+    else:
+        row, extra = result if isinstance(result, tuple) else (result, None)
+        row['error'] = None
+    row['wall_s'] = time.perf_counter() - start
+    return row, extra
 
 
 def cpu_model():

@@ -687,17 +687,8 @@ def main(argv=None):
 
     started = time.perf_counter()
     for index, task in enumerate(tasks, 1):
-        run_start = time.perf_counter()
-        try:
-            row, classifiers = harness.run_isolated(run_task, task)
-            row['error'] = None
-            tstr_rows.extend(classifiers)
-        except Exception as error:  # noqa: BLE001 - record it and go on with the next run
-            detail = ''.join(traceback.format_exception(error)).strip()
-            print(detail, file=sys.stderr, flush=True)
-            row = {key: task[key] for key in ('method', 'label', 'epsilon', 'seed')}
-            row['error'] = f'{type(error).__name__}: {error}'
-        row['wall_s'] = time.perf_counter() - run_start
+        row, classifiers = harness.attempt(run_task, task, ('method', 'label', 'epsilon', 'seed'))
+        tstr_rows.extend(classifiers or [])
         rows.append(row)
         seed = '' if pd.isna(task['seed']) else f' seed={task["seed"]}'
         if row['error'] is None:

@@ -24,7 +24,6 @@ import argparse
 import datetime as _dt
 import sys
 import time
-import traceback
 import warnings
 from pathlib import Path
 
@@ -178,12 +177,7 @@ def main(argv=None):
         done = {(r['arm'], int(r['seed'])) for r in rows}
         tasks = [t for t in tasks if (t['arm'], t['seed']) not in done]
     for index, task in enumerate(tasks, 1):
-        try:
-            row = harness.run_isolated(run_task, task)
-            row['error'] = None
-        except Exception as error:  # noqa: BLE001 - record it, go on
-            traceback.print_exc()
-            row = {'arm': task['arm'], 'seed': task['seed'], 'error': f'{type(error).__name__}: {error}'}
+        row, _ = harness.attempt(run_task, task, ('arm', 'seed'))
         rows.append(row)
         print(f'[{index}/{len(tasks)}] {task["arm"]} seed={task["seed"]}: '
               + (f'roc={row["tstr_roc_auc"]:.3f} pr={row["tstr_pr_auc"]:.3f} '

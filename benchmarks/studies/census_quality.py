@@ -77,7 +77,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import warnings
 from pathlib import Path
 
@@ -564,17 +563,9 @@ def main(argv=None):
     for index, task in enumerate(tasks, 1):
         label = task['method'] + ('' if task['seed'] is None else f' seed={task["seed"]}')
         print(f'[{index}/{len(tasks)}] {label} started {time.strftime("%H:%M:%S")}', flush=True)
-        start = time.perf_counter()
-        try:
-            row, detail = harness.run_isolated(run_task, task)
-            row['error'] = None
-        except Exception as error:  # noqa: BLE001 - record it and go on
-            text = ''.join(traceback.format_exception(error)).strip()
-            print(text, file=sys.stderr, flush=True)
-            row = {'method': task['method'], 'seed': task['seed'], 'epsilon': EPSILON,
-                   'rows': rows, 'package': task['package'] or 'worktree', 'error': text}
-            detail = None
-        row['wall_s'] = time.perf_counter() - start
+        row, detail = harness.attempt(run_task, task, ('method', 'seed'), full_error=True)
+        if detail is None:
+            row.update(epsilon=EPSILON, rows=rows, package=task['package'] or 'worktree')
         row['finished'] = _dt.datetime.now().astimezone().isoformat(timespec='seconds')
         harness.append_jsonl(paths['runs'], row)
         runs.append(row)

@@ -16,7 +16,7 @@ rows; positive class = the second public class, '>50K' / '50000+'):
 Test rows: Adult, the whole 20 % test split (9,769 rows); Census, a fixed stratified subsample
 of 20,000 rows of census-income.test (seed 0; the same rows for every method).
 
-Every fit runs in a freshly spawned process (``harness.run_isolated``'s pattern) with one torch
+Every fit runs in a freshly spawned process (``harness.attempt``) with one torch
 thread and ``n_jobs=1`` classifiers; peak memory is that process's VmHWM after fit + sample
 (data loading included). Raw results go to ``results/dpkip.jsonl`` (one line per finished run,
 appended as it ends; reruns skip what is there) and ``results/dpkip_classifiers.csv``; the
@@ -33,7 +33,6 @@ import json
 import os
 import sys
 import time
-import traceback
 import warnings
 from pathlib import Path
 
@@ -699,16 +698,8 @@ def main(argv=None):
                       f'after the deadline', flush=True)
                 session['skipped'].append({'task': name, 'reason': f'deadline {args.deadline}'})
                 continue
-        run_start = time.perf_counter()
-        try:
-            row, per_classifier = harness.run_isolated(run_task, task)
-            row['error'] = None
-        except Exception as error:  # noqa: BLE001 - record it, go on
-            traceback.print_exc()
-            row = {k: task[k] for k in ('method', 'dataset', 'epsilon', 'seed', 'quick')}
-            row['error'] = f'{type(error).__name__}: {error}'
-            per_classifier = []
-        row['wall_s'] = time.perf_counter() - run_start
+        row, per_classifier = harness.attempt(run_task, task,
+                                              ('method', 'dataset', 'epsilon', 'seed', 'quick'))
         row['git'] = harness.git_commit()
         row['finished'] = f'{_dt.datetime.utcnow():%H:%M:%S}'
         harness.append_jsonl(raw, row)
