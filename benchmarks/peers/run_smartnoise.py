@@ -2,7 +2,7 @@
 
 Runs under ``benchmarks/.venv-smartnoise/bin/python`` (see ``setup_smartnoise.sh``),
 never under the project's venv: smartnoise-synth pins old packages. It imports nothing
-from ``sdv_dpkme``; ``benchmarks/adult.py`` calls it as a subprocess.
+from ``sdv_dpkme``; the harness (``benchmarks/harness/peers.py``) calls it as a subprocess.
 
 DP-honest preprocessing. smartnoise's default ``TableTransformer.create`` learns the
 category sets from the private data (``LabelTransformer._fit``) and, without bounds,
@@ -13,7 +13,7 @@ public domain file:
 * categorical column -> ``PublicCategoryTransformer``: code = index in the public
   category list (a value outside the list raises, it is never added silently);
 * numeric column -> ``PublicBinTransformer``: code = bin index on explicit public bin
-  edges (values clipped to the public bounds first); the inverse draws a value
+  edges (``ADULT_BIN_EDGES``, or the domain file's ``bin_edges`` for another table) (values clipped to the public bounds first); the inverse draws a value
   uniformly inside the bin (integers for integer columns) from a seeded RNG, which is
   post-processing of the DP output.
 
@@ -54,6 +54,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# harness/system.py needs only the standard library, so this other venv can use it as is
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'harness'))
+from system import vm_hwm_mb  # noqa: E402
+
 #: Public bin edges for the numeric Adult columns, chosen a priori from the public bounds
 #: in ``adult_domain.json`` and general knowledge, never from the data. Bins are
 #: ``[e_i, e_{i+1})``; for integer columns the last edge is ``hi + 1``. Zero gets its own
@@ -68,20 +72,6 @@ ADULT_BIN_EDGES = {
     'capital-loss': [0, 1, 500, 1000, 1500, 2000, 2500, 3000, 4357],
     'hours-per-week': [1, 10, 20, 25, 30, 35, 40, 41, 45, 50, 55, 60, 70, 80, 100],
 }
-
-
-def _vm_hwm_mb():
-    try:
-        with open('/proc/self/status') as handle:
-            for line in handle:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1]) * 1024 / 1e6
-    except OSError:
-        pass
-    import resource
-
-    scale = 1 if sys.platform == 'darwin' else 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e6
 
 
 def bin_edges(column, bounds, integer, spec):
@@ -188,8 +178,8 @@ def make_transformers(columns, domain, rng):
         if column in categories:
             transformers.append(PublicCategoryTransformer(categories[column]))
         elif column in bounds:
-            edges = bin_edges(column, bounds[column], column in integers,
-                              ADULT_BIN_EDGES.get(column))
+            spec = domain.get('bin_edges', {}).get(column, ADULT_BIN_EDGES.get(column))
+            edges = bin_edges(column, bounds[column], column in integers, spec)
             edges_used[column] = [float(e) for e in edges]
             transformers.append(PublicBinTransformer(edges, bounds[column], column in integers))
         else:
@@ -262,7 +252,7 @@ def main(argv=None):
     # verbose=True only makes AIM print one 'Selected' line per round (captured, counted).
     synthesizer = Synthesizer.create(args.method, epsilon=args.epsilon, delta=args.delta,
                                      verbose=args.method == 'aim', **kwargs)
-    base_mb = _vm_hwm_mb()
+    base_mb = vm_hwm_mb()
     log = io.StringIO()  # AIM prints its output width and initial sigma to stdout
     start = time.perf_counter()
     with contextlib.redirect_stdout(log):
@@ -272,7 +262,7 @@ def main(argv=None):
     with contextlib.redirect_stdout(log):
         synthetic = synthesizer.sample(args.rows)
     sample_s = time.perf_counter() - start
-    peak_mb = _vm_hwm_mb()
+    peak_mb = vm_hwm_mb()
     synthetic = pd.DataFrame(synthetic, columns=list(train.columns))
     synthetic.to_csv(args.out, index=False)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create benchmarks/.venv-smartnoise: a separate virtualenv with smartnoise-synth (MST, AIM)
-# for the Adult benchmark (benchmarks/adult.py). smartnoise-synth pins old packages
+# for the Adult benchmark (benchmarks/studies/adult.py). smartnoise-synth pins old packages
 # (opacus<0.15, mbi<2, pac-synth 0.0.8) that must not enter the project's own venv.
 #
 # Usage (from anywhere):   bash benchmarks/peers/setup_smartnoise.sh [--force]
