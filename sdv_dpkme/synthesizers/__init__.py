@@ -4,8 +4,8 @@ from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
 from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer
 from sdv_dpkme.synthesizers.dpkip import DPKIPSynthesizer
 from sdv_dpkme.synthesizers.dpmerf import DPMERFSynthesizer
-from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
-from sdv_dpkme.synthesizers.reweighting import DPReweightingSynthesizer
+from sdv_dpkme.synthesizers.kme_base import BaseDPKMESynthesizer
+from sdv_dpkme.synthesizers.dpreweighting import DPReweightingSynthesizer
 
 __all__ = ['BaseDPSynthesizer', 'BaseDPKMESynthesizer', 'DPHPSynthesizer', 'DPKIPSynthesizer',
            'DPMERFSynthesizer', 'DPReweightingSynthesizer']

@@ -17,7 +17,7 @@ The generator is then trained against these fixed releases; private rows are not
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.engines.kernel_terms import dphp_terms
-from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
+from sdv_dpkme.synthesizers.kme_base import BaseDPKMESynthesizer
 
 
 class DPHPSynthesizer(BaseDPKMESynthesizer):

@@ -22,7 +22,7 @@ from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.engines import kme
 from sdv_dpkme.engines.kernel_terms import dpmerf_terms
-from sdv_dpkme.synthesizers.kme import BaseDPKMESynthesizer
+from sdv_dpkme.synthesizers.kme_base import BaseDPKMESynthesizer
 
 
 class DPMERFSynthesizer(BaseDPKMESynthesizer):
