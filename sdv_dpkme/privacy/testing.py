@@ -19,9 +19,10 @@ def active_seed():
 
 @contextlib.contextmanager
 def fixed_noise(seed):
-    """TEST ONLY: fits (and image estimators) inside draw their privacy noise from ``seed``."""
-    if seed is None or isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f'fixed_noise takes an int seed, got {seed!r}.')
+    """TEST ONLY: fits (and image estimators) inside draw their privacy noise from ``seed`` (an
+    int). None: secret noise again (the default), e.g. inside an enclosing ``fixed_noise``."""
+    if isinstance(seed, bool) or not (seed is None or isinstance(seed, int)):
+        raise TypeError(f'fixed_noise takes an int seed (or None), got {seed!r}.')
     token = _SEED.set(seed)
     try:
         yield

@@ -15,7 +15,7 @@ from sdv_dpkme.domain.spec import (
     merge_declarations,
     resolve_domains,
 )
-from tests.conftest import FAST, make_metadata, make_table
+from tests.conftest import make, FAST, make_metadata, make_table
 
 
 def _scale(low, high, integer=False):
@@ -76,7 +76,7 @@ def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkey
     spec = {'integer_columns': ['age']}
 
     def make():
-        return DPHPSynthesizer(make_metadata(), epsilon=1.0, known_min_max_values={
+        return make(DPHPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values={
             'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')},
             known_categories={'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']},
             domain=spec, random_state=0, **{**FAST, 'steps': 2})
@@ -119,7 +119,7 @@ def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkey
 
 
 def test_rule_is_named_in_the_privacy_report():
-    synth = DPHPSynthesizer(make_metadata(), epsilon=1.0, known_min_max_values={
+    synth = make(DPHPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values={
         'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')},
         known_categories={'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']},
         random_state=0, **{**FAST, 'steps': 2})

@@ -17,7 +17,7 @@ from sdv_dpkme.domain.decoding import DPHyperTransformer
 from sdv_dpkme.engines.generator import TabularGenerator
 from sdv_dpkme.features import Block
 from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
-from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, SYNTHESIZERS, make_metadata, make_table
+from tests.conftest import make, BOUNDS, CATEGORIES, FAST_BY_CLASS, SYNTHESIZERS, make_metadata, make_table
 
 MODELLED = ['age', 'income', 'city', 'flag', 'when', 'label']
 
@@ -26,7 +26,7 @@ def fit(cls, metadata=None, table=None, **kwargs):
     args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
                 random_state=0, **FAST_BY_CLASS[cls.__name__][0])
     args.update(kwargs)
-    synth = cls(metadata or make_metadata(), **args)
+    synth = make(cls, metadata or make_metadata(), **args)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table() if table is None else table})
