@@ -40,6 +40,7 @@ TEMPLATE_KEYS = ('min_value', 'max_value', 'start_timestamp', 'end_timestamp', '
 SPEC_TOP_KEYS = {
     'DAYZ_SPEC_VERSION', 'tables', 'relationships', 'num_rows', 'columns', 'table_name',
     'known_min_max_values', 'known_categories', 'nullable_columns', 'integer_columns',
+    'metadata_is_public',
 }
 
 

@@ -151,13 +151,14 @@ class _KMETraining:
               f"batch_size must be 'auto' or an integer >= 2, got {batch!r}.")
         check(steps == 'auto' or _integer(steps, 1),
               f"steps must be 'auto' or an integer >= 1, got {steps!r}.")
-        for name in ('learning_rate', 'marginal_weight', 'pair_weight', 'selected_pair_weight'):
+        off = {'learning_rate': '', 'marginal_weight': 'marginal_length_scale=None',
+               'pair_weight': 'pair_length_scale=None', 'selected_pair_weight': 'selected_pairs=0'}
+        for name, how in off.items():
             value = getattr(self, name)
             check(_number(value) and 0 < value < math.inf,
                   f'{name} must be a number > 0, got {value!r}'
-                  + (' (to leave a term out, and not spend budget on it, set its length scale '
-                     'or selected_pairs in the kernel options to None / 0).'
-                     if name != 'learning_rate' else '.'))
+                  + (f' (to leave the term out, and not spend budget on it, set the kernel '
+                     f'option {how}).' if how else '.'))
         check(_integer(self.latent_dim, 1),
               f'latent_dim must be an integer >= 1, got {self.latent_dim!r}.')
         check(all(_integer(d, 1) for d in self.generator_dims),
