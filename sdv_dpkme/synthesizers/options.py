@@ -97,7 +97,8 @@ def build_kwargs(cls, flat):
         elif name in top:
             out[name] = value
         elif name in DOMAIN_KEYS:
-            shorthand[name] = value
+            if value is not None:  # None: nothing declared
+                shorthand[name] = value
         elif name in fields['kernel']:
             groups['kernel'][1][name] = value
         elif name in fields['training']:

@@ -236,7 +236,8 @@ def test_auto_settings_are_the_same_on_neighbouring_tables_and_are_reported():
     assert ra.sampling_probability == resolved['sampling_rate'] and ra.count == resolved['steps']
     assert any("'auto' resolved" in note and 'sampling_rate=0.32' in note
                for note in a.get_privacy_report().notes)
-    assert a.get_parameters()['sampling_rate'] == 'auto'  # the argument, not the resolution
+    # the argument, not the resolution
+    assert a.get_parameters()['training'].sampling_rate == 'auto'
 
 
 def test_n_and_epsilon_move_the_auto_rate_as_intended():
