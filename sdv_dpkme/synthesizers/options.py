@@ -89,7 +89,7 @@ def build_kwargs(cls, flat):
     for name, value in flat.items():
         group, dot, field = name.partition('.')
         if name in REFUSED or field in REFUSED:
-            raise SynthesizerInputError(f'{name} is not an option: {REFUSED[name or field]}.')
+            raise SynthesizerInputError(f'{name} is not an option: {REFUSED[field or name]}.')
         if dot:
             if group not in groups or field not in fields[group]:
                 raise SynthesizerInputError(_unknown(cls, name, top, fields))
