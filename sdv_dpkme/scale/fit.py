@@ -151,8 +151,8 @@ class DiscoveryRows:
 def _check_supported(synthesizer):
     one_pass = getattr(synthesizer, '_fits_in_one_pass', None)
     if one_pass is None or not one_pass():
-        mode = (f" with releases={synthesizer.releases!r}"
-                if hasattr(synthesizer, 'releases') else '')
+        kernel = getattr(synthesizer, 'kernel', None)
+        mode = f" with releases={kernel.releases!r}" if hasattr(kernel, 'releases') else ''
         raise SynthesizerInputError(
             f'{type(synthesizer).__name__}{mode} cannot fit distributed or out-of-core rows: it '
             'needs the rows at hand (DP-KIP runs DP-SGD on Poisson-subsampled rows, DP-MERF '

@@ -40,9 +40,9 @@ def public_metadata(metadata, metadata_is_public, domain):
             warnings.warn(
                 f'The datetime_format of {dropped} in the metadata is ignored: detected metadata '
                 'reads it off the private rows. Declare each public format in the domain spec '
-                "(domain={'columns': {'<column>': {'datetime_format': '%Y-%m-%d'}}}) or pass "
-                'metadata_is_public=True; until then date strings are parsed one by one and '
-                'synthetic dates come out as datetimes.'
+                "(domain={'columns': {'<column>': {'datetime_format': '%Y-%m-%d'}}}), or set the "
+                "spec's metadata_is_public to true; until then date strings are parsed one by "
+                'one and synthetic dates come out as datetimes.'
             )
     return public
 

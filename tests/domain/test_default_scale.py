@@ -75,14 +75,14 @@ def _encoding(synth):
 def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkeypatch):
     spec = {'integer_columns': ['age']}
 
-    def make():
+    def build():
         return make(DPHPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values={
             'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')},
             known_categories={'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']},
             domain=spec, random_state=0, **{**FAST, 'steps': 2})
 
     # at construction no row exists: the encoding is already settled there
-    synth = make()
+    synth = build()
     plan = {c: synth._domains[c].scale for c in ('age', 'income')}
     assert plan == {'age': 'discrete', 'income': 'log'}
 
@@ -102,11 +102,11 @@ def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkey
     flat = make_table(seed=2)
     encodings = []
     for table in (skewed, flat):
-        synth = make()
+        synth = build()
         synth.fit({'t': table})
         encodings.append(_encoding(synth))
     empty = make_table().iloc[:0]
-    synth = make()
+    synth = build()
     synth.auto_assign_transformers({'t': empty})
     encodings.append(_encoding(synth))
     assert encodings[0] == encodings[1] == encodings[2] == {
