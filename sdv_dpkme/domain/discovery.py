@@ -533,8 +533,7 @@ def warn_discovered(discovery):
             f' A category is released only if about {d["category_threshold_rows"]:.0f} or more '
             'rows hold it; rarer values go to the out-of-domain bucket.'
         )
-    cut = getattr(discovery, 'cut', {})  # absent from synthesizers saved before issue 21
-    cutting = [c for c, (share, _) in cut.items() if share > CUT_WARNING]
+    cutting = [c for c, (share, _) in discovery.cut.items() if share > CUT_WARNING]
     if cutting:
         extra += (
             f'\nThe discovered domains of {cutting} are estimated to cut more than '

@@ -605,7 +605,7 @@ class BaseDPSynthesizer(SanitisedEntryPoints, BaseSingleTableSynthesizer):
             return 'discovered under DP (domain_discovery)' if d.discovered else 'declared'
 
         def integer(d):
-            if not d.integer_voted:  # a dataclass default: also on domains pickled before
+            if not d.integer_voted:
                 return ''
             return ('; integer' if d.integer else '; not integer') + ' by DP vote (integer_discovery)'
 

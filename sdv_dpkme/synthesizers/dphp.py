@@ -4,13 +4,14 @@ Release plan (all Gaussian, composed exactly by one accountant):
   1. class proportions (only with a target), L2 sensitivity sqrt(2)/n;
   2. sum-kernel joint embedding (1/n) sum_i phi_sum(x_i) y_i^T, sensitivity
      sqrt((2 m_categorical + 4 m_numeric) / m) / n <= 2/n (``SumKernelMap.replace_bound``);
-  3. ``kernel.product_redraws`` product-kernel joint embeddings, each over a freshly drawn column subset,
-     sensitivity 2/n each (every redraw is its own release);
-  4. 'marginals' (unless ``kernel.marginal_length_scale=None``): fine-scale per-column Fourier-series
-     features of the numeric columns (``FourierMarginalMap``), sensitivity 2/n;
-  5. 'pairs' (unless ``kernel.pair_length_scale=None``): products of per-column features over every pair
-     of columns (``PairwiseKernelMap``), sensitivity sqrt((2 P_cc + 4 P_other) / P) / n <= 2/n
-     (``replace_bound``), and 'selected_pairs' of categorical pairs, sqrt(2)/n.
+  3. ``kernel.product_redraws`` product-kernel joint embeddings, each over a freshly drawn
+     column subset, sensitivity 2/n each (every redraw is its own release);
+  4. 'marginals' (unless ``kernel.marginal_length_scale=None``): fine-scale per-column
+     Fourier-series features of the numeric columns (``FourierMarginalMap``), sensitivity 2/n;
+  5. 'pairs' (unless ``kernel.pair_length_scale=None``): products of per-column features over
+     every pair of columns (``PairwiseKernelMap``), sensitivity
+     sqrt((2 P_cc + 4 P_other) / P) / n <= 2/n (``replace_bound``), and 'selected_pairs' of
+     categorical pairs, sqrt(2)/n.
 The generator is then trained against these fixed releases; private rows are not touched again.
 """
 

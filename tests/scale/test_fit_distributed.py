@@ -15,7 +15,7 @@ from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer, DPMERFSynthesizer, fit_
 from sdv_dpkme.domain import DPNumericalTransformer
 from sdv_dpkme.privacy.mechanisms import GaussianMechanism
 from sdv_dpkme.privacy.testing import fixed_noise
-from tests.conftest import (BOUNDS, CATEGORIES, FAST, FAST_KIP, FAST_MERF, make_metadata,
+from tests.conftest import (BOUNDS, CATEGORIES, FAST, FAST_KIP, FAST_MERF, make, make_metadata,
                             make_table)
 
 dd = pytest.importorskip('dask.dataframe')
