@@ -775,8 +775,10 @@ class BaseDPSynthesizer(SanitisedEntryPoints, BaseSingleTableSynthesizer):
     def __setstate__(self, state):
         saved = state.get('_sdv_dpkme_format')
         if saved != FORMAT_VERSION:
+            older = saved is None or (isinstance(saved, int) and saved < FORMAT_VERSION)
+            which = 'an older' if older else 'another'
             raise SynthesizerInputError(
-                f'This synthesizer was saved by an older sdv_dpkme (file format {saved}; this '
+                f'This synthesizer was saved by {which} sdv_dpkme (file format {saved}; this '
                 f'version reads format {FORMAT_VERSION}), whose options no longer load. Fit it '
                 'again with this version (a refit spends a new privacy budget on the data).'
             )
@@ -789,6 +791,7 @@ class BaseDPSynthesizer(SanitisedEntryPoints, BaseSingleTableSynthesizer):
             warnings.warn(
                 f'This synthesizer was fitted with sdv_dpkme {saved}; you run {__version__}.'
             )
+
 
 def outside_domain(present, domain):
     """(the non-missing ``present`` values outside ``domain``, a phrase naming the domain);
