@@ -24,7 +24,8 @@ SYNTHESIZERS = {'dphp': 'DPHPSynthesizer', 'dpmerf': 'DPMERFSynthesizer',
 # constructor arguments that have their own option, or that the command line does not offer
 _OWN_OPTIONS = {'metadata', 'epsilon', 'delta', 'target_column', 'random_state', 'domain',
                 'domain_budget_share', 'metadata_is_public', 'verbose', 'public_data'}
-_REFUSED = {'noise_seed': 'it fixes the privacy noise, which voids the guarantee (tests only)',
+_REFUSED = {'noise_seed': 'it would fix the privacy noise, which voids the guarantee (tests use '
+                          'sdv_dpkme.privacy.testing.fixed_noise)',
             'known_min_max_values': 'declare bounds in the --domain file',
             'known_categories': 'declare categories in the --domain file',
             'nullable_columns': 'declare nullability in the --domain file'}
@@ -161,29 +162,40 @@ def _load_metadata(path, table):
 
 
 def _parameters(pairs, cls):
-    import inspect
+    """The ``--param NAME=VALUE`` pairs as flat settings for ``build_kwargs``: constructor
+    arguments without an option of their own, and kernel / training fields, bare (``steps``) or
+    qualified (``training.steps``). Values are JSON, else plain words (``steps=auto``)."""
+    from sdv_dpkme.synthesizers.options import build_kwargs
 
-    allowed = set(inspect.signature(cls.__init__).parameters) - {'self'}
     params = {}
     for pair in pairs or []:
         key, sep, text = pair.partition('=')
         key = key.strip().replace('-', '_')
         if not sep or not key:
             raise UsageError(f"--param takes NAME=VALUE, got {pair!r}.")
-        if key in _REFUSED:
+        bare = key.rpartition('.')[2]
+        if bare in _REFUSED:
             raise UsageError(f'--param {key} is not available on the command line: '
-                             f'{_REFUSED[key]}.')
+                             f'{_REFUSED[bare]}.')
         if key in _OWN_OPTIONS:
             raise UsageError(f'--param {key}: use its own option (see --help).')
-        if key not in allowed:
-            options = sorted(allowed - _OWN_OPTIONS - set(_REFUSED))
-            raise UsageError(f'{cls.__name__} has no parameter {key!r}; it takes {options}.')
         try:
             value = json.loads(text)
         except json.JSONDecodeError:
             value = text  # a plain word, e.g. steps=auto
-        params[key] = list(value) if isinstance(value, list) and key.endswith('dims') else value
+        params[key] = value
+    try:
+        build_kwargs(cls, params)  # unknown names and bad values fail here, before any work
+    except Exception as err:  # noqa: BLE001 - SynthesizerInputError, or a bad value's TypeError
+        raise UsageError(f'--param: {err}') from None
     return params
+
+
+def _constructor_kwargs(cls, params, **arguments):
+    """``cls``'s keyword arguments from the command's own options and the ``--param`` pairs."""
+    from sdv_dpkme.synthesizers.options import build_kwargs
+
+    return build_kwargs(cls, {**arguments, **params})
 
 
 def _load_synthesizer(path):
@@ -255,12 +267,12 @@ def fit(args):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', FutureWarning)
-            synthesizer = cls(
-                metadata, epsilon=args.epsilon, delta=args.delta, domain=domain,
+            public = {'metadata_is_public': True} if args.metadata_is_public else {}
+            synthesizer = cls(metadata, **_constructor_kwargs(
+                cls, params, epsilon=args.epsilon, delta=args.delta, domain=domain,
                 target_column=args.target, random_state=args.seed,
-                domain_budget_share=args.discovery_share,
-                metadata_is_public=args.metadata_is_public, verbose=not args.quiet, **params,
-            )
+                domain_budget_share=args.discovery_share, verbose=not args.quiet, **public,
+            ))
     except (SynthesizerInputError, ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
     if public_path is not None:
@@ -488,8 +500,9 @@ def audit(args):
     print(f'warning: {STAND_IN_WARNING}', file=sys.stderr)
 
     def factory():
-        return cls(metadata, epsilon=args.epsilon, delta=args.delta, domain=domain,
-                   target_column=target, random_state=args.seed, verbose=False, **params)
+        return cls(metadata, **_constructor_kwargs(
+            cls, params, epsilon=args.epsilon, delta=args.delta, domain=domain,
+            target_column=target, random_state=args.seed, verbose=False))
 
     result = run_audit(factory, table.reset_index(drop=True), table_name=table_name,
                        stand_in=stand_in, trials=args.trials,

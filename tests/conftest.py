@@ -13,7 +13,10 @@ from sdv_dpkme import (
     DPMERFSynthesizer,
     DPReweightingSynthesizer,
 )
+from sdv_dpkme.synthesizers.options import build_kwargs
 
+# Flat settings (constructor arguments, kernel / training fields, the domain shorthand), turned
+# into constructor arguments by ``make`` (``sdv_dpkme.synthesizers.options.build_kwargs``).
 FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
             generator_dims=(32,), latent_dim=8, verbose=False)
 # the same small settings for DP-MERF (its own feature-map arguments instead of DP-HP's)
@@ -42,8 +45,7 @@ SYNTHESIZERS = {
         # the undeclared integer-ness of income, lo, mid and hi (tests/domain/test_integer_vote.py)
         modes={'default': {}, 'reweighted': {'reweight_generated_rows': 40},
                'integer_vote': {'epsilon': 50.0},
-               # 'attributes': class-level settings, set after construction
-               'unselected': {'attributes': {'selected_pairs': 0}}}, steps=15,
+               'unselected': {'selected_pairs': 0}}, steps=15,
         short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPMERFSynthesizer: dict(
@@ -68,6 +70,12 @@ KME_CLASSES = [cls for cls, v in SYNTHESIZERS.items() if v['kme']]
 NULLABLE = ['income']
 BOUNDS = {'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')}
 CATEGORIES = {'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']}
+
+
+def make(cls, metadata, **flat):
+    """``cls`` built from flat settings (see ``build_kwargs``), e.g. ``steps=15`` or
+    ``known_categories={...}``."""
+    return cls(metadata, **build_kwargs(cls, flat))
 
 
 def make_table(n=240, seed=0):

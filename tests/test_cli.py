@@ -17,12 +17,15 @@ from tests.cli_helpers import (
 
 def test_demo_writes_table_report_and_summary(tmp_path, monkeypatch):
     import sdv_dpkme.synthesizers.dphp as dphp
+    from sdv_dpkme.synthesizers.options import build_kwargs
 
     original = dphp.DPHPSynthesizer.__init__
+    # keep the test fast: few steps, small kernels
+    fast = build_kwargs(dphp.DPHPSynthesizer, dict(steps=10, sum_order=10, product_redraws=2,
+                                                   verbose=False))
 
-    def fast_init(self, *args, **kwargs):  # keep the test fast: few steps, small kernels
-        kwargs.update(steps=10, sum_order=10, product_redraws=2, verbose=False)
-        original(self, *args, **kwargs)
+    def fast_init(self, *args, **kwargs):
+        original(self, *args, **{**kwargs, **fast})
 
     monkeypatch.setattr(dphp.DPHPSynthesizer, '__init__', fast_init)
     main(['demo', '--out', str(tmp_path), '--rows', '200'])

@@ -58,8 +58,7 @@ def warn_discovered(discovery):
             f' A category is released only if about {d["category_threshold_rows"]:.0f} or more '
             'rows hold it; rarer values go to the out-of-domain bucket.'
         )
-    cut = getattr(discovery, 'cut', {})  # absent from synthesizers saved before issue 21
-    cutting = [c for c, (share, _) in cut.items() if share > CUT_WARNING]
+    cutting = [c for c, (share, _) in discovery.cut.items() if share > CUT_WARNING]
     if cutting:
         extra += (
             f'\nThe discovered domains of {cutting} are estimated to cut more than '
@@ -98,14 +97,14 @@ def check_usable(discovery, target=None):
         other = f' ({show_cut(cut)} hold other values)' if cut else ''
         if isinstance(value, (bool, np.bool_)):
             fix = (f"If it is a True/False flag, give it sdtype 'boolean' in the metadata (its "
-                   f"domain [False, True] is public); else declare known_categories="
-                   f"{{'{column}': [{value!r}, ...]}}.")
+                   f"domain [False, True] is public); else declare domain={{'known_categories': "
+                   f"{{'{column}': [{value!r}, ...]}}}}.")
         elif isinstance(value, (int, float, np.integer, np.floating)):
             fix = (f"If it holds numbers, give it sdtype 'numerical' and declare "
-                   f"known_min_max_values={{'{column}': (low, high)}}; else declare "
-                   f"known_categories={{'{column}': [{value!r}, ...]}}.")
+                   f"domain={{'known_min_max_values': {{'{column}': (low, high)}}}}; else declare "
+                   f"domain={{'known_categories': {{'{column}': [{value!r}, ...]}}}}.")
         else:
-            fix = f"Declare its categories: known_categories={{'{column}': [{value!r}, ...]}}."
+            fix = f"Declare its categories: domain={{'known_categories': {{'{column}': [{value!r}, ...]}}}}."
         problems.append(f"  - '{column}'{role}: discovery released only {value!r}{other}, so "
                         f'every synthetic row would hold it. {fix}')
     if problems:

@@ -50,8 +50,9 @@ def missing_domain_message(hints):
         'These columns have no public domain. Declare each from public knowledge (never '
         'from the private data):\n'
         + '\n'.join(hints)
-        + '\nor in one domain spec (domain={"columns": {...}}, see docs/domains.md), or pass '
-        'metadata_is_public=True if the metadata ranges were written from public knowledge, '
+        + '\nor in one domain spec (domain={"columns": {...}}, see docs/domains.md), or set the '
+        "spec's metadata_is_public to true (domain={'metadata_is_public': True}) if the "
+        'metadata ranges were written from public knowledge, '
         'not detected from the data; or let the synthesizer discover them under differential '
         'privacy with domain_budget_share > 0 (it spends that share of the budget). '
         + TEMPLATE_HINT + ' ' + DETECTION_HINT

@@ -48,6 +48,7 @@ TEMPLATE_KEYS = ('min_value', 'max_value', 'start_timestamp', 'end_timestamp', '
 SPEC_TOP_KEYS = {
     'DAYZ_SPEC_VERSION', 'tables', 'relationships', 'num_rows', 'columns', 'table_name',
     'known_min_max_values', 'known_categories', 'nullable_columns', 'integer_columns',
+    'metadata_is_public',
 }
 
 
@@ -376,7 +377,7 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
                 bounds = (meta['range_min'], meta.get('range_max'))
             if bounds is None:
                 hints.append(
-                    f"  - '{column}' ({sdtype}): known_min_max_values={{'{column}': (low, high)}}"
+                    f"  - '{column}' ({sdtype}): domain={{'known_min_max_values': {{'{column}': (low, high)}}}}"
                 )
                 undeclared[column] = dom
                 continue
@@ -403,7 +404,7 @@ def resolve_domains(columns_metadata, declarations, metadata_is_public):
             if cats is None and metadata_is_public and meta.get('range_values'):
                 cats = meta['range_values']
             if cats is None:
-                hints.append(f"  - '{column}' ({sdtype}): known_categories={{'{column}': [...]}}"
+                hints.append(f"  - '{column}' ({sdtype}): domain={{'known_categories': {{'{column}': [...]}}}}"
                              + sdtype_hint(column))
                 undeclared[column] = dom
                 continue
@@ -422,7 +423,7 @@ def _check_kind(column, sdtype, facts):
         raise DomainError(
             f"Column '{column}' has sdtype '{sdtype}' in the metadata, so the categories "
             'declared for it (known_categories / category_values) do not apply. Declare its '
-            f"bounds instead: known_min_max_values={{'{column}': (low, high)}}{extra}; or, if "
+            f"bounds instead: domain={{'known_min_max_values': {{'{column}': (low, high)}}}}{extra}; or, if "
             "it is a category column, set its sdtype to 'categorical' in the metadata."
         )
     if sdtype in ('categorical', 'ordinal', 'boolean') and 'bounds' in facts:
@@ -431,7 +432,7 @@ def _check_kind(column, sdtype, facts):
             'it (known_min_max_values / min_value, max_value) do not apply. If it holds numbers, '
             "set its sdtype to 'numerical' in the metadata (detect_from_dataframes types integer "
             "columns with few values as 'categorical' or 'ordinal'); otherwise declare its "
-            f"categories: known_categories={{'{column}': [...]}}."
+            f"categories: domain={{'known_categories': {{'{column}': [...]}}}}."
         )
     if sdtype == 'boolean' and 'categories' in facts:
         cats = facts['categories']

@@ -114,8 +114,8 @@ class PublicDomainTransformer(BaseTransformer):
         if null.any() and not self.nullable and self.missing == 'error':
             raise ValueError(
                 f"Column '{self.get_input_column()}' has missing values but was not declared "
-                f"nullable; pass nullable_columns=[..., '{self.get_input_column()}'] (its missing "
-                'rate is then learned under DP).'
+                f"nullable; declare it in domain={{'nullable_columns': [..., "
+                f"'{self.get_input_column()}']}} (its missing rate is then learned under DP)."
             )
 
 

@@ -129,6 +129,9 @@ def _ledger(report):
     if report.notes:
         parts.append('<h3>Notes</h3><ul>' + ''.join(f'<li>{e(n)}</li>' for n in report.notes)
                      + '</ul>')
+    if getattr(report, 'parameters', None):  # every option of the fit (public settings)
+        parts.append('<h3>Options</h3>' + html_table(['Option', 'Value'], [
+            [name, repr(value)] for name, value in report.parameters.items()], cls='data'))
     return html_section('privacy-ledger', 'Privacy ledger', ''.join(parts),
                         note='Every noisy release of the fit, as the accountant counted it. The '
                              'same record is in the privacy report JSON written by '

@@ -111,7 +111,6 @@ class DPKIPScatterNet:
             says what a fit used, and prediction uses the same.
         device: 'cpu' (default), 'auto' (GPU if torch sees one) or a torch device.
         random_state: seed of the model RNG (support initialisation); never the noise.
-        noise_seed: TEST ONLY: fixes the privacy noise, which voids the guarantee (reported).
 
     After ``fit``: ``distilled_images_`` (m, [C,] H, W) float32 in the pixel range's scale,
     ``distilled_labels_`` (m,) int64, ``privacy_report_`` (``PrivacyReport``), ``history_``
@@ -124,8 +123,7 @@ class DPKIPScatterNet:
                  batch_size=2000, clip_norm=1e-3, learning_rate=0.05, regularization=1e-3,
                  pixel_range=(0.0, 1.0), project_support=None, mechanism='moments',
                  moment_share=kip_moments.GRAM_WEIGHT, moment_ridge='auto', moment_steps=300,
-                 group_norm_eps=None, device='cpu', random_state=None, noise_seed=None,
-                 verbose=False):
+                 group_norm_eps=None, device='cpu', random_state=None, verbose=False):
         self.epsilon = epsilon
         self.delta = delta
         self.images_per_class = images_per_class
@@ -144,7 +142,6 @@ class DPKIPScatterNet:
         self.group_norm_eps = group_norm_eps
         self.device = device
         self.random_state = random_state
-        self.noise_seed = noise_seed
         self.verbose = verbose
 
     def _check_parameters(self):
@@ -217,7 +214,7 @@ class DPKIPScatterNet:
         support = torch.rand(len(support_labels), channels, height, width, generator=rng)
         support = support.to(device).requires_grad_(True)
 
-        ledger = Ledger.open(self.epsilon, self.delta, self.noise_seed)
+        ledger = Ledger.open(self.epsilon, self.delta)
         self.__dict__.pop('moment_ridge_', None)  # a refit with 'dp-sgd' has none
         self.project_support_ = bool(self.mechanism == 'moments' if self.project_support is None
                                      else self.project_support)

@@ -42,7 +42,7 @@ class _KMEImageGenerator:
     _group = None  # release group of the embedding
 
     def _common(self, epsilon, delta, n_classes, steps, batch_size, learning_rate, latent_dim,
-                generator_dims, pixel_range, device, random_state, noise_seed, verbose):
+                generator_dims, pixel_range, device, random_state, verbose):
         self.epsilon = epsilon
         self.delta = delta
         self.n_classes = n_classes
@@ -54,7 +54,6 @@ class _KMEImageGenerator:
         self.pixel_range = pixel_range
         self.device = device
         self.random_state = random_state
-        self.noise_seed = noise_seed
         self.verbose = verbose
 
     def _check_parameters(self):
@@ -96,7 +95,7 @@ class _KMEImageGenerator:
         training = kme.Training(int(self.steps), int(self.batch_size), float(self.learning_rate),
                                 int(self.latent_dim), tuple(self.generator_dims), 0.0,
                                 resolve_device(self.device))
-        ledger = Ledger.open(self.epsilon, self.delta, self.noise_seed)
+        ledger = Ledger.open(self.epsilon, self.delta)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng,
                         self.verbose)
         del x
@@ -146,11 +145,11 @@ class DPMERFImageGenerator(_KMEImageGenerator):
     def __init__(self, epsilon, delta=1e-5, n_features=10_000, length_scale=5.0, n_classes=10,
                  steps=2000, batch_size=500, learning_rate=1e-3, latent_dim=32,
                  generator_dims=(256, 512), pixel_range=(0.0, 1.0), device='cpu',
-                 random_state=None, noise_seed=None, verbose=False):
+                 random_state=None, verbose=False):
         self.n_features = n_features
         self.length_scale = length_scale
         self._common(epsilon, delta, n_classes, steps, batch_size, learning_rate, latent_dim,
-                     generator_dims, pixel_range, device, random_state, noise_seed, verbose)
+                     generator_dims, pixel_range, device, random_state, verbose)
 
     def _feature_map(self, blocks, rng):
         positive_number(self.length_scale, 'length_scale')
@@ -167,12 +166,11 @@ class DPHPImageGenerator(_KMEImageGenerator):
 
     def __init__(self, epsilon, delta=1e-5, order=20, sigma2=0.1, n_classes=10, steps=2000,
                  batch_size=500, learning_rate=1e-3, latent_dim=32, generator_dims=(256, 512),
-                 pixel_range=(0.0, 1.0), device='cpu', random_state=None, noise_seed=None,
-                 verbose=False):
+                 pixel_range=(0.0, 1.0), device='cpu', random_state=None, verbose=False):
         self.order = order
         self.sigma2 = sigma2
         self._common(epsilon, delta, n_classes, steps, batch_size, learning_rate, latent_dim,
-                     generator_dims, pixel_range, device, random_state, noise_seed, verbose)
+                     generator_dims, pixel_range, device, random_state, verbose)
 
     def _feature_map(self, blocks, rng):
         positive_int(self.order, 'order', minimum=0)

@@ -60,13 +60,11 @@ class PrivacyReport:
     # smallest); None otherwise (plain releases compose exactly)
     epsilon_bounds: dict = None
     bound_used: str = None
+    # every option of the fit (``{'kernel.sum_order': 100, 'training.steps': 'auto', ...}``):
+    # what each release was and how the releases were post-processed, all public settings
+    parameters: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self._settle()
-
-    def __setstate__(self, state):
-        # reports pickled before epsilon_calibrated existed load with it filled in
-        self.__dict__.update(state)
         self._settle()
 
     def _settle(self):
@@ -120,4 +118,6 @@ class PrivacyReport:
         if len(self.releases):
             lines.append(self.to_frame().drop(columns='details').to_string(index=False))
         lines.extend(f'note: {n}' for n in self.notes)
+        if self.parameters:
+            lines.append('options: ' + ', '.join(f'{k}={v!r}' for k, v in self.parameters.items()))
         return '\n'.join(lines)

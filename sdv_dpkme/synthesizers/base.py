@@ -13,7 +13,6 @@ import copy
 import inspect
 import warnings
 
-import rdt
 import torch
 from sdv.errors import SynthesizerInputError
 from sdv.metadata import Metadata
@@ -23,17 +22,21 @@ from sdv_dpkme._version import __version__
 from sdv_dpkme.domain.decoding import DPHyperTransformer
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.row_encoding import FrameRows
-from sdv_dpkme.privacy import Ledger, NotPrivateWarning, validate_budget
+from sdv_dpkme.privacy import Ledger, validate_budget
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
 from sdv_dpkme.scale.fit import EncodedRows, PrivateRows, open_rows
 from sdv_dpkme.scale.sources import is_dask_frame, is_spark_frame
 from sdv_dpkme.synthesizers.constraints import SafeConstraints
 from sdv_dpkme.synthesizers.distributed import DistributedFit
 from sdv_dpkme.synthesizers.entry_points import SanitisedEntryPoints
+from sdv_dpkme.synthesizers.options import option_values, resolve_option, spec_flag
 from sdv_dpkme.synthesizers.processor import DPProcessor
 from sdv_dpkme.synthesizers.public_state import public_metadata
-from sdv_dpkme.synthesizers.sampling import ChunkedSampling, outside_domain  # noqa: F401
+from sdv_dpkme.synthesizers.sampling import ChunkedSampling
 from sdv_dpkme.synthesizers.schema import PublicSchema
+
+#: the layout of a saved synthesizer; a file of another format is refused (refit instead)
+FORMAT_VERSION = 1
 
 
 class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeConstraints,
@@ -45,14 +48,14 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
             ``range_max``, ``range_values``, ...) are dropped unless ``metadata_is_public``.
         epsilon, delta: the privacy budget of the whole fit. ``epsilon=float('inf')`` is a
             non-private reference (no noise), reported as such.
-        known_min_max_values: public ``{column: (low, high)}`` for numerical and datetime columns.
-        known_categories: public ``{column: [categories]}`` for categorical and ordinal columns.
-        nullable_columns: columns that may hold missing values (a public declaration); their
-            missingness is modelled under DP. Missing values elsewhere are an error.
-        metadata_is_public: take missing domains from metadata ranges (only if they were written
-            from public knowledge, never detected from the data).
-        domain: one public domain spec for the table, a dict or a JSON file path (our format or
-            SDV DayZ's parameter format; see docs/domains.md). Merged with the three args above.
+        domain: the public domain spec of the table, a dict or a JSON file path (our format or
+            SDV DayZ's parameter format; see docs/domains.md). Its top-level shorthand keys:
+            ``known_min_max_values`` (``{column: (low, high)}`` for numerical and datetime
+            columns), ``known_categories`` (``{column: [categories]}``), ``nullable_columns``
+            (columns that may hold missing values; their missingness is modelled under DP),
+            ``integer_columns``, and ``metadata_is_public`` (True: take missing domains from the
+            metadata's ranges, only if they were written from public knowledge, never detected
+            from the data; otherwise the metadata's data-derived keys are dropped).
         domain_budget_share: share of the privacy budget (of the precision 1/sigma^2, i.e. of
             mu^2 in Gaussian-DP terms) spent at fit to discover, in one DP release, the domain of
             every modelled column that has none declared; plus 10% of delta when a categorical
@@ -61,16 +64,21 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
             public fact states get a separate small vote (3% of the precision, see
             ``sdv_dpkme.domain.integers``), also off at 0 (they then stay floats).
         target_column: optional categorical column (the label of the methods that use one).
+        kernel, training: the method's options (``sdv_dpkme.synthesizers.options``): what its
+            releases are, and everything after them. None: the class's defaults.
         random_state: seeds model initialisation, subsets and training (never the privacy noise).
         device: 'auto' (CUDA when available), 'cpu' or 'cuda'.
         verbose: progress bars.
-        noise_seed: TEST ONLY. Fixes the privacy noise, which voids the guarantee (reported).
+        locales: Faker locales of generated (id/PII) columns.
     """
 
-    def __init__(self, metadata, epsilon, delta=1e-5, known_min_max_values=None,
-                 known_categories=None, nullable_columns=None, metadata_is_public=False,
-                 target_column=None, locales=('en_US',), random_state=None, device='auto',
-                 verbose=True, noise_seed=None, domain=None, domain_budget_share=0.1):
+    #: the option classes of ``kernel`` and ``training`` (set by each method)
+    _kernel_class = None
+    _training_class = None
+
+    def __init__(self, metadata, epsilon, delta=1e-5, domain=None, target_column=None,
+                 domain_budget_share=0.1, kernel=None, training=None, random_state=None,
+                 device='auto', verbose=True, locales=('en_US',)):
         try:
             validate_budget(epsilon, delta, calibrated=True)
         except ValueError as err:
@@ -79,6 +87,8 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
             raise SynthesizerInputError(
                 f'metadata must be an sdv.metadata.Metadata, got {type(metadata).__name__}.'
             )
+        self.domain = copy.deepcopy(domain)
+        metadata_is_public = self._metadata_is_public()
         public = public_metadata(metadata, metadata_is_public, domain)
         super().__init__(
             Metadata.load_from_dict(public),
@@ -88,17 +98,15 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
         )
         self.epsilon = epsilon
         self.delta = delta
-        self.known_min_max_values = copy.deepcopy(known_min_max_values)
-        self.known_categories = copy.deepcopy(known_categories)
-        self.nullable_columns = copy.deepcopy(nullable_columns)
-        self.metadata_is_public = metadata_is_public
         self.target_column = target_column
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
-        self.noise_seed = noise_seed
-        self.domain = copy.deepcopy(domain)
         self.domain_budget_share = domain_budget_share
+        if self._kernel_class is not None:
+            self.kernel = resolve_option(kernel, self._kernel_class, 'kernel')
+            self.training = resolve_option(training, self._training_class, 'training')
+        self._sdv_dpkme_format = FORMAT_VERSION
         self._privacy_report = None
         self._ledger = None
         self._discovery = None
@@ -108,9 +116,10 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
         self._domains, self._undeclared = self._resolve_domains()
 
     def _init_model(self, arguments):
-        """Subclass constructors call this with ``locals()``: the base arguments go to the base
-        class, the rest become attributes (SDV's ``get_parameters`` reads them back by name);
-        then ``_check_parameters`` validates the method's own."""
+        """Subclass constructors call this with ``locals()``: the base arguments (with the
+        ``kernel`` and ``training`` options) go to the base class, the rest become attributes
+        (SDV's ``get_parameters`` reads them back by name); then ``_check_parameters`` validates
+        what the option objects cannot check alone."""
         names = inspect.signature(BaseDPSynthesizer.__init__).parameters
         BaseDPSynthesizer.__init__(
             self, **{k: v for k, v in arguments.items() if k in names and k != 'self'}
@@ -121,19 +130,38 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
         self._check_parameters()
 
     def _check_parameters(self):
-        """Raise ``SynthesizerInputError`` for a bad method argument (run at construction)."""
+        """Raise ``SynthesizerInputError`` for a bad method argument (run at construction and
+        at fit: ``kernel`` and ``training`` may have been replaced since)."""
+        for name, option in (('kernel', self._kernel_class), ('training', self._training_class)):
+            if option is not None and not isinstance(getattr(self, name), option):
+                raise SynthesizerInputError(
+                    f'{name} must be a sdv_dpkme.{option.__name__}, got '
+                    f'{type(getattr(self, name)).__name__}.'
+                )
+
+    def _metadata_is_public(self):
+        """The domain spec's ``metadata_is_public`` (False when absent)."""
+        flag = spec_flag(self.domain, 'metadata_is_public')
+        if flag is not None and not isinstance(flag, bool):
+            raise SynthesizerInputError(
+                f"The domain spec's metadata_is_public must be true or false, got {flag!r}."
+            )
+        return bool(flag)
+
+    def _option_values(self):
+        """Every option of the fit, for the privacy report (public settings only)."""
+        values = {name: getattr(self, name, None) for name in
+                  ('target_column', 'domain_budget_share', 'random_state')}
+        values['metadata_is_public'] = self._metadata_is_public()
+        if self._kernel_class is not None:
+            values.update(option_values(self.kernel, 'kernel'))
+            values.update(option_values(self.training, 'training'))
+        return values
 
 
     def _open_ledger(self):
         """One accountant and noise source per fit; every release of the fit goes through it."""
-        if self.noise_seed is not None:  # also when set after construction or copied over
-            warnings.warn(
-                f'noise_seed={self.noise_seed!r} fixes the privacy noise: anyone who knows it can '
-                'remove the noise, so this fit is NOT differentially private (its privacy '
-                'report says epsilon_spent=inf). Use it only in tests; leave it None otherwise.',
-                NotPrivateWarning,
-            )
-        self._ledger = Ledger.open(self.epsilon, self.delta, self.noise_seed)
+        self._ledger = Ledger.open(self.epsilon, self.delta)  # warns under fixed_noise (tests)
         return self._ledger
 
     # ------------------------------------------------------------------------- fit
@@ -186,6 +214,7 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
             self._privacy_report = ledger.accountant.report(
                 ledger.noise, public_inputs=self._public_inputs(), notes=notes,
             )
+            self._privacy_report.parameters = self._option_values()
         finally:
             self._ledger = None  # the noise source is never kept (nor pickled)
         self._fitted_sdv_dpkme_version = __version__
@@ -234,18 +263,19 @@ class BaseDPSynthesizer(SanitisedEntryPoints, PublicSchema, DPProcessor, SafeCon
         return info
 
     def __setstate__(self, state):
+        saved = state.get('_sdv_dpkme_format')
+        if saved != FORMAT_VERSION:
+            older = saved is None or (isinstance(saved, int) and saved < FORMAT_VERSION)
+            which = 'an older' if older else 'another'
+            raise SynthesizerInputError(
+                f'This synthesizer was saved by {which} sdv_dpkme (file format {saved}; this '
+                f'version reads format {FORMAT_VERSION}), whose options no longer load. Fit it '
+                'again with this version (a refit spends a new privacy budget on the data).'
+            )
         self.__dict__.update(state)
         # the models drop their RNG when pickled, so sampling restarts from SDV's fixed seed:
         # two loads of one file give the same rows, even if it was saved after sampling
         self._random_state_set = False
-        # synthesizers saved before domain discovery existed
-        for name, default in (('_undeclared', {}), ('_discovery', None), ('domain', None),
-                              ('domain_budget_share', 0.0), ('_integer_vote', None)):
-            self.__dict__.setdefault(name, default)
-        # saved before the one-pass decoder: the same transformers, decoded faster
-        hyper = getattr(self.__dict__.get('_data_processor'), '_hyper_transformer', None)
-        if type(hyper) is rdt.HyperTransformer:
-            hyper.__class__ = DPHyperTransformer
         saved = state.get('_fitted_sdv_dpkme_version')
         if saved is not None and saved.split('.')[:2] != __version__.split('.')[:2]:
             warnings.warn(

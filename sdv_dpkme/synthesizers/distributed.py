@@ -29,7 +29,8 @@ class DistributedFit:
         the declarations hold, the source has the metadata's columns and at least 2 rows."""
         one_pass = getattr(self, '_fits_in_one_pass', None)
         if one_pass is None or not one_pass():
-            mode = f' with releases={self.releases!r}' if hasattr(self, 'releases') else ''
+            kernel = getattr(self, 'kernel', None)
+            mode = f' with releases={kernel.releases!r}' if hasattr(kernel, 'releases') else ''
             raise SynthesizerInputError(
                 f'{type(self).__name__}{mode} cannot fit distributed or out-of-core rows: it '
                 'needs the rows at hand (DP-KIP runs DP-SGD on Poisson-subsampled rows, DP-MERF '

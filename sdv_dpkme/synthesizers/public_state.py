@@ -15,7 +15,6 @@ from rdt.transformers.pii.anonymizer import AnonymizedFaker
 from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.domain import parse_domain_spec, public_dtype, strip_data_derived
-from sdv_dpkme.domain.unit_box import unit_box  # noqa: F401 (re-exported for dpreweighting)
 
 
 def public_metadata(metadata, metadata_is_public, domain):
@@ -41,9 +40,9 @@ def public_metadata(metadata, metadata_is_public, domain):
             warnings.warn(
                 f'The datetime_format of {dropped} in the metadata is ignored: detected metadata '
                 'reads it off the private rows. Declare each public format in the domain spec '
-                "(domain={'columns': {'<column>': {'datetime_format': '%Y-%m-%d'}}}) or pass "
-                'metadata_is_public=True; until then date strings are parsed one by one and '
-                'synthetic dates come out as datetimes.'
+                "(domain={'columns': {'<column>': {'datetime_format': '%Y-%m-%d'}}}), or set the "
+                "spec's metadata_is_public to true; until then date strings are parsed one by "
+                'one and synthetic dates come out as datetimes.'
             )
     return public
 

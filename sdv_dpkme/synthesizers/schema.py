@@ -52,12 +52,9 @@ class PublicSchema:
             )
         columns = self._original_metadata._convert_to_single_table().columns
         try:
-            declarations = merge_declarations(
-                self.known_min_max_values, self.known_categories, self.nullable_columns,
-                self.domain, self._table_name,
-            )
+            declarations = merge_declarations(domain=self.domain, table_name=self._table_name)
             declared, undeclared, hints = resolve_domains(
-                columns, declarations, self.metadata_is_public
+                columns, declarations, self._metadata_is_public()
             )
         except ValueError as err:
             raise SynthesizerInputError(str(err)) from None
@@ -83,7 +80,7 @@ class PublicSchema:
                 raise SynthesizerInputError(
                     f"target_column '{target}' is declared with the single class "
                     f'{declared[target].categories}; a target needs 2 classes or more: '
-                    f"known_categories={{'{target}': [...]}}."
+                    f"domain={{'known_categories': {{'{target}': [...]}}}}."
                 )
         order = list(columns)
         declared = dict(sorted(declared.items(), key=lambda item: order.index(item[0])))
@@ -140,7 +137,7 @@ class PublicSchema:
             return 'discovered under DP (domain_discovery)' if d.discovered else 'declared'
 
         def integer(d):
-            if not d.integer_voted:  # a dataclass default: also on domains pickled before
+            if not d.integer_voted:
                 return ''
             return ('; integer' if d.integer else '; not integer') + ' by DP vote (integer_discovery)'
 

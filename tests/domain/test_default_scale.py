@@ -9,7 +9,7 @@ from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.domain import DPDiscreteTransformer, DPNumericalTransformer
 from sdv_dpkme.domain.scales import DEFAULT_DISCRETE_VALUES, DEFAULT_LOG_RATIO, default_scale
 from sdv_dpkme.domain.spec import ColumnDomain, merge_declarations, resolve_domains
-from tests.conftest import FAST, make_metadata, make_table
+from tests.conftest import make, FAST, make_metadata, make_table
 
 
 def _scale(low, high, integer=False):
@@ -69,14 +69,14 @@ def _encoding(synth):
 def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkeypatch):
     spec = {'integer_columns': ['age']}
 
-    def make():
-        return DPHPSynthesizer(make_metadata(), epsilon=1.0, known_min_max_values={
+    def build():
+        return make(DPHPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values={
             'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')},
             known_categories={'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']},
             domain=spec, random_state=0, **{**FAST, 'steps': 2})
 
     # at construction no row exists: the encoding is already settled there
-    synth = make()
+    synth = build()
     plan = {c: synth._domains[c].scale for c in ('age', 'income')}
     assert plan == {'age': 'discrete', 'income': 'log'}
 
@@ -96,11 +96,11 @@ def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkey
     flat = make_table(seed=2)
     encodings = []
     for table in (skewed, flat):
-        synth = make()
+        synth = build()
         synth.fit({'t': table})
         encodings.append(_encoding(synth))
     empty = make_table().iloc[:0]
-    synth = make()
+    synth = build()
     synth.auto_assign_transformers({'t': empty})
     encodings.append(_encoding(synth))
     assert encodings[0] == encodings[1] == encodings[2] == {
@@ -113,7 +113,7 @@ def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkey
 
 
 def test_rule_is_named_in_the_privacy_report():
-    synth = DPHPSynthesizer(make_metadata(), epsilon=1.0, known_min_max_values={
+    synth = make(DPHPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values={
         'age': (18, 90), 'income': (0, 200_000), 'when': ('2020-01-01', '2021-12-31')},
         known_categories={'city': ['Lima', 'Oslo', 'Rome'], 'label': ['no', 'yes']},
         random_state=0, **{**FAST, 'steps': 2})

@@ -16,7 +16,7 @@ from sdv_dpkme.domain.spec import (
     resolve_domains,
 )
 from sdv_dpkme.domain.transformers import DPNumericalTransformer
-from tests.conftest import FAST_BY_CLASS
+from tests.conftest import make, FAST_BY_CLASS
 
 
 def _dom(low, high, integer=True, scale=None):
@@ -108,7 +108,7 @@ def test_synthesizers_model_a_discrete_column_as_categories(cls):
     domain = {'known_min_max_values': {'stars': (1, 5), 'score': (0, 1)},
               'known_categories': {'label': ['a', 'b']}, 'integer_columns': ['stars'],
               'columns': {'stars': {'scale': 'discrete'}}}
-    synth = cls(_metadata(), epsilon=5.0, domain=domain, target_column='label', random_state=0,
+    synth = make(cls, _metadata(), epsilon=5.0, domain=domain, target_column='label', random_state=0,
                 **{**fast, 'steps': 60})
     synth.fit({'t': _table()})
     blocks, _ = synth._layout(synth._data_processor.transform(_table(20)))

@@ -344,8 +344,8 @@ def test_issue21_item3_single_category_and_one_class_target_are_errors():
         check_usable(result, target='label')
     message = str(err.value)
     assert "'label' (the target_column: it needs 2 classes or more)" in message
-    assert "known_categories={'label': ['healthy', ...]}" in message
-    assert "known_categories={'flag': ['f', ...]}" in message
+    assert "domain={'known_categories': {'label': ['healthy', ...]}}" in message
+    assert "domain={'known_categories': {'flag': ['f', ...]}}" in message
     assert "sdtype 'boolean'" in message and "sdtype 'numerical'" in message
     assert "'city'" not in message and 'domain_template' in message
     assert "'sick'" not in message and "'t'" not in message  # only released values are named

@@ -27,6 +27,8 @@ from sdv_dpkme.domain.integers import (
 from sdv_dpkme.domain.spec import DomainError, parse_domain_spec
 from sdv_dpkme.privacy import GaussianMechanism, Ledger, NoiseSource, PrivacyAccountant
 from sdv_dpkme.privacy._autodp import mechanism_zoo
+from sdv_dpkme.privacy.testing import fixed_noise
+from tests.conftest import make
 
 EXTREMES = [np.nan, np.inf, -np.inf, 1e308, -1e308, 2.0**60, 0.0, -0.0, 3.5, -7.25, 1e-300,
             5e-324, 42.0, -1.0]
@@ -170,10 +172,9 @@ FAST = dict(steps=5, sum_order=10, product_order=3, product_redraws=2, batch_siz
 def _fit(table, **extra):
     args = dict(epsilon=2.0, known_min_max_values={'age': (0, 120), 'score': (0, 1),
                                                     'hours': (0, 99)},
-                known_categories={'label': ['a', 'b']}, random_state=0, verbose=False,
-                noise_seed=3, **FAST)
-    synth = DPHPSynthesizer(_metadata(), **{**args, **extra})
-    with warnings.catch_warnings():
+                known_categories={'label': ['a', 'b']}, random_state=0, verbose=False, **FAST)
+    synth = make(DPHPSynthesizer, _metadata(), **{**args, **extra})
+    with warnings.catch_warnings(), fixed_noise(3):
         warnings.simplefilter('ignore')
         synth.fit({'t': table})
     return synth
@@ -207,7 +208,7 @@ def test_declared_integerness_or_discovery_off_means_no_vote():
 
 
 def test_a_tiny_table_keeps_floats_and_tells_what_to_declare():
-    synth = DPHPSynthesizer(_metadata(), epsilon=1.0, known_min_max_values={
+    synth = make(DPHPSynthesizer, _metadata(), epsilon=1.0, known_min_max_values={
         'age': (0, 120), 'score': (0, 1), 'hours': (0, 99)},
         known_categories={'label': ['a', 'b']}, verbose=False, **FAST)
     with pytest.warns(UserWarning, match='too small for a DP vote'):
@@ -241,7 +242,7 @@ def test_template_leaves_integerness_to_the_user_unless_the_metadata_states_it()
 
 
 def test_a_refit_on_the_same_encoding_accounts_the_vote_again():
-    synth = DPHPSynthesizer(_metadata(), epsilon=2.0, known_min_max_values={
+    synth = make(DPHPSynthesizer, _metadata(), epsilon=2.0, known_min_max_values={
         'age': (0, 120), 'score': (0, 1), 'hours': (0, 99)},
         known_categories={'label': ['a', 'b']}, verbose=False, **FAST)
     with warnings.catch_warnings():

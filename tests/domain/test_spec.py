@@ -176,7 +176,7 @@ def test_issue21_item7_categories_for_a_numeric_column_are_an_error(sdtype):
     """Item 7: known_categories for a numeric column was silently ignored and its domain
     discovered (spending budget)."""
     meta = {'age': {'sdtype': sdtype}}
-    with pytest.raises(DomainError, match=r"known_min_max_values=\{'age': \(low, high\)\}"):
+    with pytest.raises(DomainError, match=r"domain=\{'known_min_max_values': \{'age': \(low, high\)\}\}"):
         resolve_domains(meta, merge_declarations(known_categories={'age': [1, 2, 3]}), False)
     spec = {'columns': {'age': {'category_values': [1, 2, 3]}}}
     with pytest.raises(DomainError, match="sdtype to 'categorical'"):

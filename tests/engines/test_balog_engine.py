@@ -11,6 +11,7 @@ from sdv_dpkme.engines import reweighting as rw
 from sdv_dpkme.engines import simplex_weights as sw
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import Ledger
+from sdv_dpkme.privacy.testing import fixed_noise
 
 BLOCKS = [Block('a', 'numeric', (0,)), Block('b', 'numeric', (1, 2)),
           Block('c', 'categorical', (3, 4, 5, 6))]
@@ -189,7 +190,8 @@ def test_rkhs_distance_shrinks_as_n_grows_at_fixed_epsilon():
         mean_kxx = rw.mean_kernel(k, x)
         runs = []
         for seed in range(3):
-            ledger = Ledger.open(1.0, 1e-6, noise_seed=seed)
+            with fixed_noise(seed):
+                ledger = Ledger.open(1.0, 1e-6)
             signed, _, _, _ = rw.fit_public(x, z, k, ledger, rw.Algorithm1Settings(),
                                             torch.Generator().manual_seed(0))
             runs.append(rw.rkhs_distance(k, z, signed.numpy(), x, mean_kxx))

@@ -1,5 +1,6 @@
 """The DP-KIP engine: KRR loss, per-example clipped gradients, their sensitivity, DP-SGD loop."""
 
+import contextlib
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ from sdv_dpkme.engines import kip
 from sdv_dpkme.features import Block
 from sdv_dpkme.features.ntk import FCNTK
 from sdv_dpkme.privacy import Ledger
+from sdv_dpkme.privacy.testing import fixed_noise
 
 KERNEL = FCNTK()
 
@@ -102,7 +104,8 @@ def _settings(**kw):
 
 
 def _fit(x, labels, seed=0, noise_seed=4, epsilon=1.0, **kw):
-    ledger = Ledger.open(epsilon, 1e-5, noise_seed)
+    with fixed_noise(noise_seed) if noise_seed is not None else contextlib.nullcontext():
+        ledger = Ledger.open(epsilon, 1e-5)
     out = kip.fit(x.numpy(), labels.numpy(), 2, [2, 3], KERNEL, _settings(**kw), ledger,
                   torch.Generator().manual_seed(seed))
     return out, ledger

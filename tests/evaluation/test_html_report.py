@@ -7,6 +7,7 @@ from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.datasets import load_adult_sample
 from sdv_dpkme.evaluation.html_report import build_report
 from tests.cli_helpers import ReportParser
+from tests.conftest import make
 
 NASTY = '<b onmouseover="x()">race</b>'
 
@@ -20,7 +21,7 @@ def test_issue20_report_escapes_column_names_from_users():
                                           for c, v in columns.items()}
     domain = json.loads(json.dumps(domain))
     domain['known_categories'][NASTY] = domain['known_categories'].pop('race')
-    synth = DPHPSynthesizer(Metadata.load_from_dict(spec), epsilon=1.0, domain=domain,
+    synth = make(DPHPSynthesizer, Metadata.load_from_dict(spec), epsilon=1.0, domain=domain,
                             target_column='income', steps=3, sum_order=10, product_redraws=2,
                             batch_size=64, generator_dims=(32,), latent_dim=8, verbose=False)
     synth.fit({'adult': data})

@@ -11,6 +11,7 @@ from torch.func import grad, vmap
 
 from sdv_dpkme.engines.kip import centred_one_hot, clip_linear_feature_gradients, krr_loss
 from sdv_dpkme.images import DPKIPScatterNet, ImageInputError
+from sdv_dpkme.privacy.testing import fixed_noise
 from tests.privacy.test_pld import _dp_accounting_epsilon
 from tests.privacy.test_poisson import _bbghs_conversion, _gdp_epsilon, _schedule_rdp
 
@@ -75,7 +76,8 @@ def test_neighbouring_batches_move_the_clipped_sum_by_at_most_2c():
 @pytest.fixture(scope='module')
 def fitted(digits):
     x, y = digits
-    return DPKIPScatterNet(1.0, 1e-5, noise_seed=3, **TINY).fit(x[:1500], y[:1500])
+    with fixed_noise(3):
+        return DPKIPScatterNet(1.0, 1e-5, **TINY).fit(x[:1500], y[:1500])
 
 
 def test_shapes_dtypes_and_report(fitted, digits):

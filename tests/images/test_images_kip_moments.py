@@ -13,6 +13,7 @@ from sdv_dpkme.engines.kip import centred_one_hot
 from sdv_dpkme.images import DPKIPScatterNet, ImageInputError
 from sdv_dpkme.images.scattering import ScatterNet
 from sdv_dpkme.privacy import Ledger
+from sdv_dpkme.privacy.testing import fixed_noise
 from tests.privacy.test_poisson import _gdp_epsilon
 
 MOM = dict(images_per_class=2, moment_steps=20, learning_rate=0.05,  # the default mechanism
@@ -118,7 +119,7 @@ def test_neighbouring_image_sets_move_the_released_vector_within_the_sensitivity
 
 
 def test_release_refuses_rows_above_unit_norm_and_labels_not_centred():
-    ledger = Ledger.open(1.0, 1e-5, None)
+    ledger = Ledger.open(1.0, 1e-5)
     labels = centred_one_hot(torch.arange(5) % 2, 2)
     for phi in (torch.ones(5, 4, dtype=torch.float64),  # norm 2
                 km.unit_rows(torch.ones(5, 4)).index_put_((torch.tensor([2]),), torch.full(
@@ -182,7 +183,8 @@ def test_joint_release_adds_less_noise_to_both_sums_than_two_releases():
     # all-zero features: the released sums are pure noise (a fixed noise seed: the estimates of
     # the noise std below must not fail by chance)
     n, p, k = 2000, 60, 3
-    ledger = Ledger.open(1.0, 1e-5, 123)
+    with fixed_noise(123):
+        ledger = Ledger.open(1.0, 1e-5)
     gram, cross, gram_noise = km.release_moments(torch.zeros(n, p), centred_one_hot(
         torch.zeros(n, dtype=torch.long), k), ledger)
     sigma = ledger.accountant.releases[0].noise_multiplier
@@ -193,7 +195,7 @@ def test_joint_release_adds_less_noise_to_both_sums_than_two_releases():
     assert float(cross.std()) == pytest.approx(cross_noise, rel=0.15)
     # two separate releases at the same budget (half each): Gram sensitivity sqrt(2) (off-diagonal
     # std sigma_2), cross sensitivity 2 |y|
-    sigma_2 = Ledger.open(1.0, 1e-5, None).accountant.calibrate(
+    sigma_2 = Ledger.open(1.0, 1e-5).accountant.calibrate(
         {'gram': (0.5, 1), 'cross': (0.5, 1)})['gram']
     assert gram_noise < 0.85 * sigma_2  # 17% less
     assert cross_noise < 0.995 * sigma_2 * 2 * math.sqrt(1 - 1 / k)  # 1% less
@@ -204,7 +206,7 @@ def test_noise_edge_is_the_edge_of_the_released_noise_spectrum():
     # edge the default ridge is scaled by
     n, p = 1000, 300
     for epsilon in (1.0, 10.0):
-        ledger = Ledger.open(epsilon, 1e-5, None)
+        ledger = Ledger.open(epsilon, 1e-5)
         gram, _, gram_noise = km.release_moments(torch.zeros(n, p), centred_one_hot(
             torch.arange(n) % 3, 3), ledger)
         top = float(torch.linalg.eigvalsh(gram / n).max())

@@ -204,19 +204,6 @@ def test_secret_noise_reports_the_calibrated_spend():
     assert f'calibrated epsilon={report.epsilon_calibrated:.6g}' in str(report)
 
 
-def test_reports_pickled_before_epsilon_calibrated_still_load():
-    for source, spent in [('secret', 0.9999), ('fixed noise seed (TEST ONLY: ...)', 0.9999)]:
-        report = _spent_plan().report(source)
-        report.epsilon_spent = spent  # what an old report held, with no epsilon_calibrated
-        del report.__dict__['epsilon_calibrated']
-        report.notes = []
-        loaded = pickle.loads(pickle.dumps(report))
-        assert loaded.epsilon_calibrated == spent
-        assert loaded.epsilon_spent == (spent if loaded.guarantee_holds else math.inf)
-        assert (FIXED_SEED_NOTE in loaded.notes) != loaded.guarantee_holds
-        assert 'calibrated epsilon=0.9999' in str(loaded) and loaded.to_dict()['epsilon_calibrated']
-
-
 def test_report_built_directly_defaults_epsilon_calibrated():
     report = PrivacyReport(1.0, 1e-5, 0.5, 'replace-one', 'test', 'secret')
     assert report.epsilon_calibrated == 0.5 and report.epsilon_spent == 0.5

@@ -33,7 +33,8 @@ from sdv.metadata import Metadata
 
 import sdv_dpkme
 from sdv_dpkme.privacy import NotPrivateWarning
-from tests.conftest import PUBLIC_ROWS, SYNTHESIZERS
+from sdv_dpkme.privacy.testing import fixed_noise
+from tests.conftest import make, PUBLIC_ROWS, SYNTHESIZERS
 from tests.privacy import attack
 from tests.privacy.graph import diff, flatten
 
@@ -61,19 +62,23 @@ CASES = [pytest.param(cls, mode, id=f'{cls.__name__}-{mode}')
 def build(cls, mode, **kwargs):
     spec = SYNTHESIZERS[cls]
     args = dict(epsilon=1.0, delta=1e-5, domain=attack.DOMAIN, target_column='label',
-                random_state=0, noise_seed=11)
+                random_state=0)
     args.update(spec['fast'])
     args.pop('nullable_columns', None)  # the attack table declares its own
     args.update(**spec['short'], **spec['modes'][mode])
     args.update(kwargs)
     if isinstance(args.get('public_data'), str) and args['public_data'] == PUBLIC_ROWS:
         args['public_data'] = public_rows()
-    attributes = args.pop('attributes', {})
-    synth = cls(attack.metadata(), **args)
-    for name, value in attributes.items():
-        setattr(synth, name, value)
+    synth = make(cls, attack.metadata(), **args)
     synth.add_constraints(attack.constraints())
     return synth
+
+
+@pytest.fixture(autouse=True)
+def _known_noise():
+    """Fixed noise (test only), so that fits of neighbouring tables can be compared."""
+    with fixed_noise(11):
+        yield
 
 
 def public_rows():
@@ -285,8 +290,9 @@ def test_noise_seeds_equal_in_their_low_32_bits_give_different_fits(cls, mode):
     # a 32-bit-seeded generator (torch's CPU Generator) gives the same noise for both
     statistics, models = [], []
     for seed in (7, 7 + 2**32):
-        synth = build(cls, mode, noise_seed=seed)
-        statistics.append(fit(synth, attack.table()))
+        synth = build(cls, mode)
+        with fixed_noise(seed):
+            statistics.append(fit(synth, attack.table()))
         models.append(model_values(synth))
     # releases of the whole table are the same (batches are drawn from the noise, so
     # subsampled ones differ; so does what an adaptive release measures) ...
@@ -390,7 +396,7 @@ def test_columns_of_every_pii_sdtype_are_generated_never_copied(sdtype, pii):
                          'age': rng.integers(18, 90, 60)})
     data.loc[0, 'x'] = 'CANARY-7731'
     args = {k: v for k, v in SYNTHESIZERS[cls]['fast'].items() if k != 'nullable_columns'}
-    synth = cls(Metadata.load_from_dict(meta), epsilon=1.0,
+    synth = make(cls, Metadata.load_from_dict(meta), epsilon=1.0,
                 known_min_max_values={'age': (0, 120)}, random_state=0, **{**args, 'steps': 2})
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
@@ -407,7 +413,7 @@ def test_pii_false_column_faker_cannot_generate_is_refused_clearly():
     meta = Metadata.load_from_dict({'tables': {'t': {'columns': {
         'x': {'sdtype': 'ein', 'pii': False}, 'age': {'sdtype': 'numerical'},
     }}}})
-    synth = cls(meta, epsilon=1.0, known_min_max_values={'age': (0, 120)}, verbose=False,
+    synth = make(cls, meta, epsilon=1.0, known_min_max_values={'age': (0, 120)}, verbose=False,
                 locales=['fr_FR'])  # Faker's 'ein' exists for en_US only
     data = pd.DataFrame({'x': ['a', 'b', 'c'], 'age': [20, 30, 40]})
     with pytest.raises(SynthesizerInputError, match="sdtype 'unknown'"):
@@ -416,24 +422,23 @@ def test_pii_false_column_faker_cannot_generate_is_refused_clearly():
 
 # ------------------------------------------------------------------- test-only noise seed
 @pytest.mark.parametrize('cls,mode', CASES)
-def test_noise_seed_set_after_construction_or_copied_voids_the_report(cls, mode):
-    synth = build(cls, mode, noise_seed=None)
-    synth.noise_seed = 3
-    with pytest.warns(NotPrivateWarning, match='NOT differentially private'):
+def test_fixed_noise_voids_the_report_and_never_reaches_the_parameters(cls, mode):
+    synth = build(cls, mode)
+    with fixed_noise(3), pytest.warns(NotPrivateWarning, match='NOT differentially private'):
         synth.fit({attack.TABLE: attack.table()})
     report = synth.get_privacy_report()
     assert report.epsilon_spent == math.inf and not report.guarantee_holds
     assert synth.get_info()['epsilon_spent'] == math.inf
     params = synth.get_parameters()
     params.pop('metadata', None)
-    copied = cls(attack.metadata(), **params)
-    with pytest.warns(NotPrivateWarning):
-        copied.fit({attack.TABLE: attack.table()})
-    assert copied.get_privacy_report().epsilon_spent == math.inf
+    assert 'noise_seed' not in repr(params) and 'noise_seed' not in repr(report.parameters)
+    # the seed is not a setting: a copy made from the parameters has the same options
+    copied = make(cls, attack.metadata(), **params)
+    assert copied.get_parameters() == synth.get_parameters()
     # secret noise (a large epsilon and no class release, so 80 rows always fit)
-    honest = build(cls, mode, noise_seed=None, epsilon=10.0,
+    honest = build(cls, mode, epsilon=10.0,
                    target_column=None if SYNTHESIZERS[cls]['kme'] else 'label')
-    with warnings.catch_warnings(record=True) as caught:
+    with fixed_noise(None), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         honest.fit({attack.TABLE: attack.table()})
     assert not [w for w in caught if issubclass(w.category, NotPrivateWarning)]

@@ -27,6 +27,7 @@ from sdv_dpkme.privacy import mechanisms
 from sdv_dpkme.privacy._autodp import gaussian_epsilon as autodp_epsilon
 from sdv_dpkme.privacy.audit import default_canary, run_audit
 from sdv_dpkme.privacy.recorder import active_recorder, recording
+from tests.conftest import make
 
 EPSILON = 1.0
 SMALL = {
@@ -49,7 +50,7 @@ def factory(cls, adult, **extra):
     _, metadata, domain = adult
 
     def build():
-        return cls(metadata, epsilon=EPSILON, domain=domain, target_column='income',
+        return make(cls, metadata, epsilon=EPSILON, domain=domain, target_column='income',
                    verbose=False, random_state=0, **{**SMALL[cls], **extra})
     return build
 

@@ -30,7 +30,7 @@ from sdv_dpkme.privacy.diagnostics import (
     sanitised_errors,
     showing_private_values,
 )
-from tests.conftest import FAST, SYNTHESIZERS
+from tests.conftest import make, FAST, SYNTHESIZERS
 
 pytestmark = pytest.mark.filterwarnings('ignore')
 
@@ -94,7 +94,7 @@ def _synth(cls=DPHPSynthesizer, declared=True, **kwargs):
     fast = {k: v for k, v in SYNTHESIZERS[cls]['fast'].items() if k != 'nullable_columns'}
     if 'target_column' in fast:
         fast['target_column'] = 'city'
-    return cls(_metadata(), epsilon=1.0, **(DECLARED if declared else {}), **fast, **kwargs)
+    return make(cls, _metadata(), epsilon=1.0, **(DECLARED if declared else {}), **fast, **kwargs)
 
 
 def _fit_error(synth, data, fit=None):
@@ -132,7 +132,7 @@ def test_rows_that_break_a_constraint_are_not_listed():
     table.loc[7, 'cap'] = -4711.25 + 0  # below its row's score
     metadata = _metadata().to_dict()
     metadata['tables']['t']['columns']['cap'] = {'sdtype': 'numerical'}
-    synth = DPHPSynthesizer(Metadata.load_from_dict(metadata), epsilon=1.0, **DECLARED,
+    synth = make(DPHPSynthesizer, Metadata.load_from_dict(metadata), epsilon=1.0, **DECLARED,
                             **FAST_HP)
     synth.add_constraints([Inequality(low_column_name='score', high_column_name='cap')])
     err = _fit_error(synth, table)

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer, fit_distributed
+from sdv_dpkme.privacy.testing import fixed_noise
 from tests.privacy import attack
 from tests.privacy.graph import diff
 from tests.privacy.test_adversarial import (CANARY, _tokens, assert_within_sensitivity, build,
@@ -25,6 +26,13 @@ from tests.privacy.test_adversarial import (CANARY, _tokens, assert_within_sensi
 dask = pytest.importorskip('dask')
 dd = pytest.importorskip('dask.dataframe')
 pytest.importorskip('pyarrow')
+
+
+@pytest.fixture(autouse=True)
+def _known_noise():
+    """The fixed noise of the adversarial suite (test only): the fits are compared."""
+    with fixed_noise(11):
+        yield
 
 PARTITIONS = 8
 

@@ -17,7 +17,8 @@ from sdv_dpkme.domain import ColumnDomain, DomainError, discover
 from sdv_dpkme.domain import discovery
 from sdv_dpkme.domain.discovery import NAME, DiscoveryCounter
 from sdv_dpkme.privacy import GaussianMechanism, Ledger, NoiseSource, PrivacyAccountant
-from tests.conftest import FAST, FAST_MERF, make_metadata, make_table
+from sdv_dpkme.privacy.testing import fixed_noise
+from tests.conftest import make, FAST, FAST_MERF, make_metadata, make_table
 from tests.scale.test_fit_distributed import (  # noqa: F401 (released is a fixture)
     _assert_same_fit,
     _fit,
@@ -35,9 +36,15 @@ RARE = 'RARE-7731'
 def _synth(cls=DPHPSynthesizer, **extra):
     """Nothing declared but nullability: five columns discovered in one release."""
     settings = FAST if cls is DPHPSynthesizer else FAST_MERF
-    args = dict(epsilon=4.0, domain_budget_share=0.3, target_column='label', random_state=3,
-                noise_seed=5)
-    return cls(make_metadata(), **{**args, **settings, **extra})
+    args = dict(epsilon=4.0, domain_budget_share=0.3, target_column='label', random_state=3)
+    return make(cls, make_metadata(), **{**args, **settings, **extra})
+
+
+@pytest.fixture(autouse=True)
+def _known_noise():
+    """Fixed noise (test only): these fits compare their releases across entry paths."""
+    with fixed_noise(5):
+        yield
 
 
 @pytest.fixture(scope='module')
@@ -181,7 +188,8 @@ def test_a_changed_seed_changes_the_discovery_release(table, tmp_path, released)
     _fit(_synth(), table)
     first = released[0][1]
     released.clear()
-    _fit(_synth(noise_seed=6), _sources(table, tmp_path)['dask'])
+    with fixed_noise(6):
+        _fit(_synth(), _sources(table, tmp_path)['dask'])
     assert released[0][0] == NAME and not np.allclose(released[0][1], first)
 
 

@@ -14,7 +14,8 @@ from sdv.utils import load_synthesizer
 from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer, DPMERFSynthesizer, fit_distributed
 from sdv_dpkme.domain import DPNumericalTransformer
 from sdv_dpkme.privacy.mechanisms import GaussianMechanism
-from tests.conftest import (BOUNDS, CATEGORIES, FAST, FAST_KIP, FAST_MERF, make_metadata,
+from sdv_dpkme.privacy.testing import fixed_noise
+from tests.conftest import (BOUNDS, CATEGORIES, FAST, FAST_KIP, FAST_MERF, make, make_metadata,
                             make_table)
 
 dd = pytest.importorskip('dask.dataframe')
@@ -24,9 +25,16 @@ SETTINGS = {DPHPSynthesizer: FAST, DPMERFSynthesizer: FAST_MERF}
 
 
 def _synth(cls=DPHPSynthesizer, **extra):
-    return cls(make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
-               known_categories=CATEGORIES, target_column='label', random_state=3, noise_seed=5,
-               **{**SETTINGS[cls], **extra})
+    return make(cls, make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
+                known_categories=CATEGORIES, target_column='label', random_state=3,
+                **{**SETTINGS[cls], **extra})
+
+
+@pytest.fixture(autouse=True)
+def _known_noise():
+    """Fixed noise (test only): these fits compare their releases across entry paths."""
+    with fixed_noise(5):
+        yield
 
 
 @pytest.fixture
@@ -204,8 +212,8 @@ def test_a_parquet_file_without_a_column_is_named(tmp_path):
 
 def test_synthesizers_without_a_one_pass_fit_say_which_can(tmp_path):
     paths = _parquet(make_table(300), tmp_path, cuts=(100,))
-    kip = DPKIPSynthesizer(make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
-                           known_categories=CATEGORIES, **FAST_KIP)
+    kip = make(DPKIPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
+               known_categories=CATEGORIES, **FAST_KIP)
     minibatch = _synth(DPMERFSynthesizer, releases='minibatch', minibatch_size=32)
     for synth in (kip, minibatch):
         with pytest.raises(SynthesizerInputError,

@@ -1,5 +1,7 @@
 """SDV contract and privacy behaviour of the synthesizers (parametrised over classes)."""
 
+import dataclasses
+import inspect
 import math
 import pickle
 import warnings
@@ -16,8 +18,11 @@ from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer, DPMERFSynthesizer
 from sdv_dpkme.privacy._autodp import mechanism_zoo
+from sdv_dpkme.privacy.testing import fixed_noise
+from sdv_dpkme.synthesizers.base import FORMAT_VERSION
 from sdv_dpkme.domain import DPCategoricalTransformer
 from tests.conftest import (
+    make,
     BOUNDS,
     CATEGORIES,
     FAST_BY_CLASS,
@@ -32,7 +37,7 @@ def build(cls, metadata=None, **kwargs):
     args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
                 random_state=0, **FAST_BY_CLASS[cls.__name__][0])
     args.update(kwargs)
-    return cls(metadata or make_metadata(), **args)
+    return make(cls, metadata or make_metadata(), **args)
 
 
 def test_importable_from_sdv_namespace():
@@ -81,14 +86,82 @@ def test_get_parameters_returns_every_constructor_argument(cls):
     params = synth.get_parameters()
     assert params['epsilon'] == 1.0 and params['delta'] == 1e-6
     assert params['target_column'] == 'label'
-    assert params['known_min_max_values'] == BOUNDS
+    assert params['domain']['known_min_max_values'] == BOUNDS
+    assert isinstance(params['kernel'], cls._kernel_class)
+    assert isinstance(params['training'], cls._training_class)
     fast = FAST_BY_CLASS[cls.__name__][0]
-    assert all(params[name] == value for name, value in fast.items())
-    import inspect
-
+    options = {**vars(params['kernel']), **vars(params['training']), **params}
+    assert all(_same(options[name], value) for name, value in fast.items()
+               if name != 'nullable_columns')
     missing = [p for p in inspect.signature(cls.__init__).parameters
                if p not in ('self', 'metadata') and p not in params]
     assert not missing
+    assert len(inspect.signature(cls.__init__).parameters) - 1 <= 12  # without self
+
+
+def _same(a, b):
+    return tuple(a) == tuple(b) if isinstance(a, (list, tuple)) else a == b
+
+
+def test_get_parameters_round_trips_every_option(cls):
+    # every option away from its default, so a dropped one would come back different
+    kernel, training = cls._kernel_class(), cls._training_class()
+    changed = {}
+    for option in (kernel, training):
+        for field in dataclasses.fields(option):
+            value = getattr(option, field.name)
+            if isinstance(value, bool):
+                changed[field.name] = not value
+            elif isinstance(value, int) and field.name != 'ntk_depth':
+                changed[field.name] = value + 2
+            elif isinstance(value, float) and 0 < value < 0.5:
+                changed[field.name] = value * 1.5
+    if cls is DPKIPSynthesizer:
+        changed.update(ntk_depth=2, support_per_class={'no': 2, 'yes': 3})
+    synth = build(cls, target_column='label', random_state=7, **changed)
+    params = synth.get_parameters()
+    for name, value in changed.items():
+        option = params['kernel'] if hasattr(params['kernel'], name) else params['training']
+        assert getattr(option, name) == value, name
+    again = cls(make_metadata(), **params)
+    assert again.get_parameters() == params
+    # the privacy report's options come from the same objects
+    assert all(params[group] == again.get_parameters()[group] for group in ('kernel', 'training'))
+
+
+def test_the_privacy_report_lists_every_option(cls, table):
+    synth = build(cls, target_column='label')
+    synth.fit({'t': table})
+    report = synth.get_privacy_report()
+    for group in ('kernel', 'training'):
+        for field in dataclasses.fields(getattr(synth, group)):
+            key = f'{group}.{field.name}'
+            assert report.parameters[key] == getattr(getattr(synth, group), field.name)
+            assert key in str(report)
+    assert report.to_dict()['parameters']['target_column'] == 'label'
+
+
+def test_a_synthesizer_saved_in_another_format_is_refused_with_what_to_do(tmp_path):
+    synth = build(DPHPSynthesizer)
+    synth.fit({'t': make_table()})
+    assert synth._sdv_dpkme_format == FORMAT_VERSION
+    state = synth.__dict__
+    for old in (None, FORMAT_VERSION - 1):
+        blob = pickle.dumps(synth)
+        if old is None:
+            del state['_sdv_dpkme_format']
+        else:
+            state['_sdv_dpkme_format'] = old
+        stale = pickle.dumps(synth)
+        state['_sdv_dpkme_format'] = FORMAT_VERSION
+        with pytest.raises(SynthesizerInputError, match='older sdv_dpkme.*Fit it again'):
+            pickle.loads(stale)
+        assert pickle.loads(blob).get_parameters() == synth.get_parameters()
+    path = tmp_path / 'old.pkl'
+    state['_sdv_dpkme_format'] = FORMAT_VERSION - 1
+    synth.save(path)
+    with pytest.raises(SynthesizerInputError, match='refit|Fit it again'):
+        load_synthesizer(str(path))
 
 
 def test_save_load_and_reproducible_sampling(cls, table, tmp_path):
@@ -108,11 +181,11 @@ def test_save_load_and_reproducible_sampling(cls, table, tmp_path):
 
 
 def test_same_seeds_same_model_only_with_fixed_noise(cls, table):
-    a = build(cls, noise_seed=5)
-    b = build(cls, noise_seed=5)
-    c = build(cls)
-    for s in (a, b, c):
-        s.fit({'t': table})
+    a, b, c = build(cls), build(cls), build(cls)
+    for s in (a, b):
+        with fixed_noise(5):
+            s.fit({'t': table})
+    c.fit({'t': table})
     pa, pb, pc = (s.sample(40)['t'] for s in (a, b, c))
     pd.testing.assert_frame_equal(pa, pb)
     assert not pa[['age', 'income']].equals(pc[['age', 'income']])
@@ -206,7 +279,7 @@ def test_detected_metadata_ranges_are_not_used_or_kept(cls, table):
     detected.update_column('flag', table_name='t', sdtype='boolean')
     assert 'range_min' in str(detected.to_dict()) or 'range_values' in str(detected.to_dict())
     with pytest.raises(SynthesizerInputError, match="'age'"):
-        cls(detected, epsilon=1.0, domain_budget_share=0, target_column='label')
+        make(cls, detected, epsilon=1.0, domain_budget_share=0, target_column='label')
     synth = build(cls, metadata=detected)
     assert 'range_min' not in str(synth.metadata.to_dict())
     assert 'range_values' not in str(synth._original_metadata.to_dict())
@@ -350,12 +423,13 @@ def test_shared_terms_are_one_reported_release_each_and_can_be_turned_off(
 
 def test_pairwise_term_leaves_out_the_widest_column_with_a_warning(kme_cls, table):
     cls = kme_cls
-    synth = build(cls, target_column='label')
-    synth.max_pair_features = 2000  # the nullable 'income' (30 features) is the widest
+    # the nullable 'income' (30 features) is the widest
+    synth = build(cls, target_column='label', max_pair_features=2000)
     with pytest.warns(UserWarning, match=r"leaves out the widest columns \['income'\]"):
         synth.fit({'t': table})
     assert 'pairs' in set(synth.get_privacy_report().to_frame()['name'])
-    synth.max_pair_features = 1  # no pair fits: the term and its release are left out
+    # no pair fits: the term and its release are left out
+    synth.kernel = dataclasses.replace(synth.kernel, max_pair_features=1)
     with pytest.warns(UserWarning, match='pair_length_scale=None'):
         synth.fit({'t': table})
     assert 'pairs' not in set(synth.get_privacy_report().to_frame()['name'])
@@ -364,7 +438,7 @@ def test_pairwise_term_leaves_out_the_widest_column_with_a_warning(kme_cls, tabl
 
 def test_missing_domain_error_says_how_to_declare(cls):
     with pytest.raises(SynthesizerInputError) as err:
-        cls(make_metadata(), epsilon=1.0, domain_budget_share=0, target_column='label')
+        make(cls, make_metadata(), epsilon=1.0, domain_budget_share=0, target_column='label')
     message = str(err.value)
     for column in ('age', 'income', 'when', 'city', 'label'):
         assert f"'{column}'" in message

@@ -14,7 +14,9 @@ from sdv.metadata import Metadata
 from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.domain import DomainDiscoveryWarning, DomainError
 from sdv_dpkme.privacy._autodp import mechanism_zoo
+from sdv_dpkme.privacy.testing import fixed_noise
 from tests.conftest import (
+    make,
     BOUNDS,
     CATEGORIES,
     FAST,
@@ -31,7 +33,7 @@ UNDECLARED = ['age', 'income', 'city', 'when', 'label']
 def build(**kwargs):
     args = dict(epsilon=1.0, random_state=0, **FAST)
     args.update(kwargs)
-    return Synth(make_metadata(), **args)
+    return make(Synth, make_metadata(), **args)
 
 
 @pytest.fixture(scope='module')
@@ -53,8 +55,9 @@ def _recomputed_epsilon(report):
 
 
 def test_nothing_declared_discovers_everything_in_one_release(big_table):
-    synth = build(noise_seed=3)
-    discovered = _fit(synth, big_table)
+    synth = build()
+    with fixed_noise(3):
+        discovered = _fit(synth, big_table)
     assert len(discovered) == 1
     message = str(discovered[0].message)
     assert all(f"'{c}'" in message for c in UNDECLARED)
@@ -129,8 +132,9 @@ def test_missing_values_in_discovered_columns_never_crash():
     table = make_table(3000, seed=2)
     table.loc[:4, 'age'] = np.nan  # too few to clear the null threshold: absorbed
     table.loc[:1199, 'city'] = None  # 40%: discovered as nullable
-    synth = build(epsilon=5.0, nullable_columns=None, noise_seed=0)
-    _fit(synth, table)
+    synth = build(epsilon=5.0, nullable_columns=None)
+    with fixed_noise(0):
+        _fit(synth, table)
     assert not synth._domains['age'].nullable and synth._domains['city'].nullable
     assert synth._domains['income'].nullable  # 10% missing in make_table, discovered
     out = synth.sample(400)['t']
@@ -217,27 +221,28 @@ def _flags_table(n=2400, seed=0):
 def test_issue21_item3_one_class_target_and_one_value_flag_stop_the_fit():
     """Item 3: discovery cut the target to 1 class and flags to 1 value, and the fit went on
     with a warning; every synthetic row had the same class."""
-    synth = Synth(_flags_metadata(), epsilon=1.0, target_column='target', noise_seed=0,
-                  **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
-    with warnings.catch_warnings(record=True) as record:
+    synth = make(Synth, _flags_metadata(), epsilon=1.0, target_column='target',
+                 **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
+    with fixed_noise(0), warnings.catch_warnings(record=True) as record:
         warnings.simplefilter('always')
         with pytest.raises(SynthesizerInputError) as err:
             synth.fit({'t': _flags_table()})
     message = str(err.value)
     assert "'target' (the target_column: it needs 2 classes or more)" in message
-    assert "known_categories={'target': ['negative', ...]}" in message
-    assert "known_categories={'sick': ['f', ...]}" in message
+    assert "domain={'known_categories': {'target': ['negative', ...]}}" in message
+    assert "domain={'known_categories': {'sick': ['f', ...]}}" in message
     assert 'hypothyroid' not in message  # never released, never named
     (warning,) = [w for w in record if issubclass(w.category, DomainDiscoveryWarning)]
     assert "'TSH': [0, 1e-06]; about" in str(warning.message)  # how much it cuts, said
     assert "'TSH'" in str(warning.message).split('are estimated to cut')[0].split('\n')[-1]
     assert not synth._fitted and synth._discovery is None  # an unusable discovery is not kept
     # declaring what the error says fits
-    synth = Synth(_flags_metadata(), epsilon=1.0, target_column='target', noise_seed=0,
-                  known_categories={'target': ['hypothyroid', 'negative'], 'sick': ['f', 't']},
-                  known_min_max_values={'TSH': (0, 1000)},
-                  **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
-    (warning,) = _fit(synth, _flags_table())
+    synth = make(Synth, _flags_metadata(), epsilon=1.0, target_column='target',
+                 known_categories={'target': ['hypothyroid', 'negative'], 'sick': ['f', 't']},
+                 known_min_max_values={'TSH': (0, 1000)},
+                 **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
+    with fixed_noise(0):
+        (warning,) = _fit(synth, _flags_table())
     assert "'age'" in str(warning.message)
     assert synth._domains['target'].categories == ['hypothyroid', 'negative']
 
@@ -256,7 +261,7 @@ def test_issue21_item6_public_metadata_declares_nullability():
     table.loc[:30, 'x'] = np.nan
     metadata = _detected(table)
     assert metadata.tables['t'].columns['x']['range_is_nullable'] is True
-    synth = Synth(metadata, epsilon=1.0, metadata_is_public=True, random_state=0,
+    synth = make(Synth, metadata, epsilon=1.0, metadata_is_public=True, random_state=0,
                   **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
     assert synth._domains['x'].nullable and not synth._undeclared
     synth.fit({'t': table})
@@ -270,7 +275,7 @@ def test_issue21_item6_bounds_for_a_column_detected_ordinal_point_at_the_sdtype(
     metadata = _detected(table)
     assert metadata.tables['t'].columns['kids']['sdtype'] == 'ordinal'
     with pytest.raises(SynthesizerInputError, match="set its sdtype to 'numerical'"):
-        Synth(metadata, epsilon=1.0, known_min_max_values={'kids': (0, 10)})
+        make(Synth, metadata, epsilon=1.0, known_min_max_values={'kids': (0, 10)})
 
 
 def test_issue21_item7_known_categories_for_a_numeric_column_is_an_error():
@@ -278,7 +283,7 @@ def test_issue21_item7_known_categories_for_a_numeric_column_is_an_error():
     domain discovered, spending budget; now the constructor refuses it."""
     with pytest.raises(SynthesizerInputError) as err:
         build(known_categories={'age': list(range(18, 91))})
-    assert "known_min_max_values={'age': (low, high)}" in str(err.value)
+    assert "domain={'known_min_max_values': {'age': (low, high)}}" in str(err.value)
     assert "'scale': 'discrete'" in str(err.value)
 
 
@@ -288,7 +293,7 @@ def test_issue21_item9_out_of_domain_values_are_never_sampled(cls):
     to a bucket that is modelled but never sampled, as docs/domains.md says."""
     table = make_table(600, seed=4)  # city: Lima/Oslo/Rome, a third each
     categories = {**CATEGORIES, 'city': ['Lima', 'Oslo']}
-    synth = cls(make_metadata(), epsilon=5.0, known_min_max_values=BOUNDS,
+    synth = make(cls, make_metadata(), epsilon=5.0, known_min_max_values=BOUNDS,
                 known_categories=categories, random_state=0, **SYNTHESIZERS[cls]['fast'])
     with pytest.warns(UserWarning, match='out-of-domain bucket') as record:
         synth.fit({'t': table})

@@ -7,7 +7,7 @@ from sdv.errors import SynthesizerInputError
 from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.engines.generator import Objective
 from sdv_dpkme.features import Block
-from tests.conftest import BOUNDS, CATEGORIES, FAST, make_metadata, make_table
+from tests.conftest import BOUNDS, CATEGORIES, FAST, make, make_metadata, make_table
 
 BLOCKS = [Block('a', 'numeric', (0,)), Block('b', 'numeric', (1,)),
           Block('c', 'categorical', (2, 3, 4)), Block('d', 'numeric', (5,))]
@@ -17,7 +17,7 @@ def build(**kwargs):
     args = dict(FAST, epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
                 random_state=0)
     args.update(kwargs)
-    return DPHPSynthesizer(make_metadata(), **args)
+    return make(DPHPSynthesizer, make_metadata(), **args)
 
 
 def active_products(synth, steps):
@@ -46,7 +46,7 @@ def test_cycle_matches_every_subset_until_the_end():
 
 
 def test_cycle_is_the_default():
-    assert DPHPSynthesizer(make_metadata(), epsilon=1.0).product_schedule == 'cycle'
+    assert make(DPHPSynthesizer, make_metadata(), epsilon=1.0).training.product_schedule == 'cycle'
 
 
 def test_blocks_ends_on_the_last_subset_alone():
@@ -73,12 +73,3 @@ def test_cycle_fits_and_releases_the_same_plan():
 def test_unknown_schedule_is_a_clear_error():
     with pytest.raises(SynthesizerInputError, match="product_schedule must be 'blocks' or"):
         build(product_schedule='random')
-
-
-def test_a_synthesizer_saved_before_the_option_loads_with_the_schedule_it_was_fitted_with():
-    state = dict(build().__dict__)
-    del state['product_schedule']
-    loaded = DPHPSynthesizer.__new__(DPHPSynthesizer)
-    loaded.__setstate__(state)
-    assert loaded.product_schedule == 'blocks'
-    assert loaded.get_parameters()['product_schedule'] == 'blocks'

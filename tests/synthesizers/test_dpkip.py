@@ -1,5 +1,6 @@
 """DPKIPSynthesizer: distilled data, sampling semantics, its release plan and its errors."""
 
+import dataclasses
 import math
 import warnings
 
@@ -7,9 +8,9 @@ import numpy as np
 import pytest
 from sdv.errors import SynthesizerInputError
 
-from sdv_dpkme import DPKIPSynthesizer
+from sdv_dpkme import DPHPTraining, DPKIPSynthesizer
 from sdv_dpkme.synthesizers.dpkip import DistilledDataWarning
-from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, make_metadata, make_table
+from tests.conftest import make, BOUNDS, CATEGORIES, FAST_BY_CLASS, make_metadata, make_table
 from tests.privacy.test_pld import _dp_accounting_epsilon
 from tests.privacy.test_poisson import _bbghs_conversion, _schedule_rdp
 
@@ -20,7 +21,7 @@ def build(**kwargs):
     args = dict(FAST, epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
                 random_state=0)
     args.update(kwargs)
-    return DPKIPSynthesizer(make_metadata(), **args)
+    return make(DPKIPSynthesizer, make_metadata(), **args)
 
 
 @pytest.fixture(scope='module')
@@ -34,8 +35,8 @@ def fitted():
 
 def test_a_target_column_is_required():
     with pytest.raises(SynthesizerInputError, match='target_column'):
-        DPKIPSynthesizer(make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
-                         known_categories=CATEGORIES)
+        make(DPKIPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
+             known_categories=CATEGORIES)
 
 
 @pytest.mark.parametrize('kwargs,match', [
@@ -119,7 +120,7 @@ def test_the_report_holds_the_counts_and_one_poisson_group_and_epsilon_recompute
     assert counts.name == 'kip_class_counts' and counts.sampling == 'none'
     assert counts.sensitivity == pytest.approx(math.sqrt(2)) and counts.dimension == 3
     assert row.name == 'kip_gradients' and row.count == 15 and row.sampling_probability == 0.1
-    assert row.sensitivity == pytest.approx(2 * fitted.clip_norm)
+    assert row.sensitivity == pytest.approx(2 * fitted.training.clip_norm)
     assert 'Poisson' in row.sampling and 'replace-one' in report.neighbouring_relation
     # the counts take 2% of the precision: 1/sigma_c^2 = 0.02 / sigma_eff(epsilon)^2
     from sdv_dpkme.privacy.accountant import analytic_gaussian_multiplier
@@ -153,7 +154,7 @@ def test_without_class_balance_the_report_is_one_poisson_group():
 
 def test_domain_discovery_and_dp_sgd_share_one_budget(table):
     synth = build(known_min_max_values={'age': BOUNDS['age'], 'when': BOUNDS['when']},
-                  noise_seed=None, domain_budget_share=0.2)  # 'income' is discovered
+                  domain_budget_share=0.2)  # 'income' is discovered
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': table})
@@ -165,7 +166,7 @@ def test_domain_discovery_and_dp_sgd_share_one_budget(table):
 
 
 def test_non_private_reference_adds_no_noise():
-    synth = build(epsilon=math.inf, noise_seed=None)
+    synth = build(epsilon=math.inf)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
@@ -174,10 +175,12 @@ def test_non_private_reference_adds_no_noise():
     assert np.isfinite(synth._model.rows).all()
 
 
-def test_arguments_changed_after_construction_are_checked_at_fit(table):
+def test_options_replaced_after_construction_are_checked(table):
     synth = build()
-    synth.steps = 0
     with pytest.raises(SynthesizerInputError, match='steps'):
+        dataclasses.replace(synth.training, steps=0)
+    synth.training = DPHPTraining()  # another method's options
+    with pytest.raises(SynthesizerInputError, match='training must be a sdv_dpkme.DPKIPTraining'):
         synth.fit({'t': table})
 
 
@@ -190,15 +193,15 @@ def _fit_quietly(synth, table):
 
 
 def _auto(**kwargs):
-    args = dict(steps='auto', sampling_rate='auto', noise_seed=None)
+    args = dict(steps='auto', sampling_rate='auto')
     args.update(kwargs)
     return build(**args)
 
 
 def test_the_defaults_are_auto_and_get_parameters_keeps_them():
-    synth = DPKIPSynthesizer(make_metadata(), epsilon=1.0, target_column='label')
-    params = synth.get_parameters()
-    assert params['steps'] == params['sampling_rate'] == params['support_init'] == 'auto'
+    synth = make(DPKIPSynthesizer, make_metadata(), epsilon=1.0, target_column='label')
+    training = synth.get_parameters()['training']
+    assert training.steps == training.sampling_rate == training.support_init == 'auto'
 
 
 def test_auto_support_init_follows_the_public_expected_batch():
@@ -233,7 +236,8 @@ def test_auto_settings_are_the_same_on_neighbouring_tables_and_are_reported():
     assert ra.sampling_probability == resolved['sampling_rate'] and ra.count == resolved['steps']
     assert any("'auto' resolved" in note and 'sampling_rate=0.32' in note
                for note in a.get_privacy_report().notes)
-    assert a.get_parameters()['sampling_rate'] == 'auto'  # the argument, not the resolution
+    # the argument, not the resolution
+    assert a.get_parameters()['training'].sampling_rate == 'auto'
 
 
 def test_n_and_epsilon_move_the_auto_rate_as_intended():

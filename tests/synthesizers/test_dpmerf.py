@@ -6,14 +6,14 @@ from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme import DPMERFSynthesizer
 from sdv_dpkme.features import Block, FourierKernelMap
-from tests.conftest import BOUNDS, CATEGORIES, FAST_MERF, make_metadata
+from tests.conftest import make, BOUNDS, CATEGORIES, FAST_MERF, make_metadata
 
 
 def build(**kwargs):
     args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
                 random_state=0, target_column='label', **FAST_MERF)
     args.update(kwargs)
-    return DPMERFSynthesizer(make_metadata(), **args)
+    return make(DPMERFSynthesizer, make_metadata(), **args)
 
 
 @pytest.mark.filterwarnings('ignore::RuntimeWarning')

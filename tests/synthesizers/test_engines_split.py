@@ -1,9 +1,9 @@
-"""DP-HP and DP-MERF after the engines split: the same releases, the same fit, old pickles load.
+"""DP-HP and DP-MERF after the engines split: the same releases and the same fit.
 
-``data/pre_engines.json`` and ``data/*.pkl`` were written by the code before the split (commit
-c319040, the last with the KME pipeline inside ``synthesizers/base.py``): the release plan of
-each synthesizer and mode (names, descriptions, sensitivities, noise multipliers), the loss
-history of the fit with fixed seeds, and the saved synthesizer.
+``data/pre_engines.json`` was written by the code before the split (commit c319040, the last
+with the KME pipeline inside ``synthesizers/base.py``): the release plan of each synthesizer and
+mode (names, descriptions, sensitivities, noise multipliers) and the loss history of the fit
+with fixed seeds.
 """
 
 import json
@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from sdv.utils import load_synthesizer
 
 from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap
 from sdv_dpkme.privacy.accountant import PrivacyAccountant
-from tests.conftest import BOUNDS, CATEGORIES, SYNTHESIZERS, make_metadata, make_table
+from sdv_dpkme.privacy.testing import fixed_noise
+from tests.conftest import make, BOUNDS, CATEGORIES, SYNTHESIZERS, make_metadata, make_table
 
 DATA = Path(__file__).parent / 'data'
 BEFORE = json.loads((DATA / 'pre_engines.json').read_text())
@@ -43,13 +43,13 @@ def _fit(cls, mode, monkeypatch):
     # the fixtures predate the default encoding rule (which puts income (0, 200000) on a log
     # scale) and DP-HP's stop-33 training defaults: declaring the old linear scale and the old
     # training settings reproduces them, as any explicit setting wins
-    synth = cls(make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
-                known_categories=CATEGORIES, target_column='label', random_state=3,
-                noise_seed=5, domain={'columns': {'income': {'scale': 'linear'}}},
-                pair_weight=1.0, learning_rate_schedule='constant', category_smoothing=0.0,
-                **spec['fast'], **spec['modes'][mode])
-    synth.selected_pairs = 0  # and they predate DP-HP's selected pair release (stop 37)
-    with warnings.catch_warnings():
+    synth = make(cls, make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
+                 known_categories=CATEGORIES, target_column='label', random_state=3,
+                 domain={'columns': {'income': {'scale': 'linear'}}},
+                 pair_weight=1.0, learning_rate_schedule='constant', category_smoothing=0.0,
+                 # and they predate DP-HP's selected pair release
+                 selected_pairs=0, **spec['fast'], **spec['modes'][mode])
+    with warnings.catch_warnings(), fixed_noise(5):
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
     return synth
@@ -87,15 +87,3 @@ def test_same_release_plan_sigmas_and_fit_as_before_the_split(cls, mode, monkeyp
     # another order: 4.7e-6 on this machine at stop 33); any change of the fit moves it far more
     np.testing.assert_allclose(after[numeric].to_numpy(float), before[numeric].to_numpy(float),
                                rtol=1e-4)
-
-
-@pytest.mark.parametrize('cls, mode', KME, ids=[f'{c.__name__}-{m}' for c, m in KME])
-def test_synthesizers_saved_before_the_split_load_and_sample(cls, mode):
-    synth = load_synthesizer(str(DATA / f'{cls.__name__}-{mode}.pkl'))
-    assert type(synth) is cls
-    assert synth.get_privacy_report().releases[0].name == BEFORE[f'{cls.__name__}-{mode}'][
-        'releases'][0]['name']
-    rows = synth.sample(50)['t']
-    assert len(rows) == 50 and set(rows.columns) == set(make_table().columns)
-    assert rows['age'].between(*BOUNDS['age']).all()
-    assert set(rows['city'].dropna()) <= set(CATEGORIES['city'])

@@ -10,7 +10,8 @@ from sdv.errors import SynthesizerInputError
 from sdv.utils import load_synthesizer
 
 from sdv_dpkme import DPReweightingSynthesizer
-from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, NULLABLE, make_metadata, make_table
+from sdv_dpkme.privacy.testing import fixed_noise
+from tests.conftest import make, BOUNDS, CATEGORIES, FAST_BY_CLASS, NULLABLE, make_metadata, make_table
 
 MODELLED = ['age', 'income', 'city', 'flag', 'when', 'label']
 
@@ -19,7 +20,7 @@ def build(public=None, **kwargs):
     args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
                 random_state=0, **FAST_BY_CLASS['DPReweightingSynthesizer'][0])
     args.update(kwargs)
-    return DPReweightingSynthesizer(make_metadata(), public_data=public, **args)
+    return make(DPReweightingSynthesizer, make_metadata(), public_data=public, **args)
 
 
 def fit(synth, table):
@@ -77,7 +78,8 @@ def test_weights_correct_a_biased_public_sample():
     truth = (private['label'] == 'yes').mean()
     errors = []
     for seed in range(3):
-        synth = fit(build(public, epsilon=10.0, noise_seed=seed), private)
+        with fixed_noise(seed):
+            synth = fit(build(public, epsilon=10.0), private)
         weights = synth.get_weights()
         assert weights.index.equals(public.index)
         yes = (public['label'] == 'yes').to_numpy()
@@ -172,10 +174,11 @@ def test_generated_rows_reweighted_to_the_releases_cost_no_epsilon(kme_cls):
     from tests.conftest import SYNTHESIZERS
 
     args = dict(epsilon=1.0, known_min_max_values=BOUNDS, known_categories=CATEGORIES,
-                target_column='label', random_state=0, noise_seed=3,
-                **SYNTHESIZERS[kme_cls]['fast'])
-    plain = fit(kme_cls(make_metadata(), **args), make_table())
-    pooled = fit(kme_cls(make_metadata(), reweight_generated_rows=60, **args), make_table())
+                target_column='label', random_state=0, **SYNTHESIZERS[kme_cls]['fast'])
+    with fixed_noise(3):
+        plain = fit(make(kme_cls, make_metadata(), **args), make_table())
+        pooled = fit(make(kme_cls, make_metadata(), reweight_generated_rows=60, **args),
+                     make_table())
     assert pooled.get_privacy_report().releases == plain.get_privacy_report().releases
     pools = pooled._model.pools
     assert set(pools) == set(np.flatnonzero(pooled._model.class_weights > 0))
@@ -205,8 +208,8 @@ def test_reweighted_generated_rows_match_the_releases_better(tmp_path):
 
     kme_training.reweighted_pools = spy
     try:
-        synth = fit(DPHPSynthesizer(
-            make_metadata(), epsilon=10.0, known_min_max_values=BOUNDS,
+        synth = fit(make(
+            DPHPSynthesizer, make_metadata(), epsilon=10.0, known_min_max_values=BOUNDS,
             known_categories=CATEGORIES, target_column='label', random_state=0,
             reweight_generated_rows=80, **FAST_BY_CLASS['DPHPSynthesizer'][0]), make_table(600))
     finally:
@@ -229,4 +232,4 @@ def test_reweighted_generated_rows_match_the_releases_better(tmp_path):
 
 def test_reweight_generated_rows_must_be_an_integer(kme_cls):
     with pytest.raises(SynthesizerInputError, match='reweight_generated_rows must be None'):
-        kme_cls(make_metadata(), epsilon=1.0, reweight_generated_rows=0.5)
+        make(kme_cls, make_metadata(), epsilon=1.0, reweight_generated_rows=0.5)

@@ -1,7 +1,7 @@
 """DP-HP's generator-training defaults (issue 16: stops 33 and 34) and their resolution."""
 
+import dataclasses
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -9,9 +9,10 @@ from sdv.utils import load_synthesizer
 
 from sdv.errors import SynthesizerInputError
 
-from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+from sdv_dpkme import DPHPSynthesizer, DPHPTraining, DPMERFSynthesizer
 from sdv_dpkme.engines.kme import LINK_NOISE_LIMIT
 from sdv_dpkme.engines.link_structure import choose_parents
+from sdv_dpkme.privacy.testing import fixed_noise
 from tests.conftest import CATEGORIES, make_table
 from tests.synthesizers.test_contract import build
 
@@ -19,7 +20,7 @@ from tests.synthesizers.test_contract import build
 @pytest.mark.parametrize('target,expected', [('label', 0.01), (None, 0.0)])
 def test_auto_smoothing_is_on_only_for_class_conditional_dphp_fits(target, expected):
     synth = build(DPHPSynthesizer, target_column=target)
-    assert synth.category_smoothing == 'auto'
+    assert synth.training.category_smoothing == 'auto'
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
@@ -28,7 +29,7 @@ def test_auto_smoothing_is_on_only_for_class_conditional_dphp_fits(target, expec
 
 
 def test_dphp_and_dpmerf_training_defaults():
-    hp, merf = build(DPHPSynthesizer), build(DPMERFSynthesizer)
+    hp, merf = build(DPHPSynthesizer).training, build(DPMERFSynthesizer).training
     assert (hp.pair_weight, hp.learning_rate_schedule, hp.max_auto_steps) == (4.0, 'cosine', 800)
     assert (merf.pair_weight, merf.learning_rate_schedule, merf.category_smoothing,
             merf.max_auto_steps) == (1.0, 'constant', 0.0, 500)
@@ -44,17 +45,15 @@ def test_dphp_auto_steps_grow_with_the_columns_beyond_fourteen(monkeypatch):
         [800, 800, 1200, 2286, 2400, 2400]
     assert hp._steps(500, [None] * 40) == 500  # still at most one step per row
     assert [merf._steps(n, [None] * k) for k in (3, 40)] == [500, 500]
-    hp.steps = 300
+    hp.training = dataclasses.replace(hp.training, steps=300)
     assert hp._steps(n, [None] * 40) == 300
     # a fit trains (and plans DP-HP's product cycle for) the steps of its own columns
     seen = []
     original = DPHPSynthesizer._kernel_terms
-    monkeypatch.setattr(DPHPSynthesizer, 'auto_steps_columns', 2)
-    monkeypatch.setattr(DPHPSynthesizer, 'max_auto_steps', 7)
     monkeypatch.setattr(DPHPSynthesizer, '_kernel_terms',
                         lambda self, blocks, rng, steps: seen.append((len(blocks), steps))
                         or original(self, blocks, rng, steps))
-    synth = build(DPHPSynthesizer, steps='auto')
+    synth = build(DPHPSynthesizer, steps='auto', auto_steps_columns=2, max_auto_steps=7)
     synth.fit({'t': make_table()})
     ((blocks, steps),) = seen
     assert steps == min(21, round(7 * blocks / 2)) and steps > 7
@@ -74,42 +73,32 @@ def test_links_follow_the_parents_chosen_on_the_released_pair_tables(epsilon, li
     names = [b.name for b in gen.blocks if b.kind == 'categorical']
     parents = {names[j]: tuple(names[i] for i in ps) for j, ps in enumerate(gen._parents) if ps}
     narrow = {b.name for b in gen.blocks if b.kind == 'categorical'
-              and len(b.columns) <= DPHPSynthesizer.max_link_width}
+              and len(b.columns) <= DPHPTraining.max_link_width}
     assert 'label' not in names  # the target is the class input, not a head
     if not linked:
         assert parents == {} and history.attrs['link_scores'] is None
         return
     scores = history.attrs['link_scores']
     assert set(scores.child) | set(scores.parent) == narrow and len(narrow) > 1
-    assert parents and parents == choose_parents(scores, names, DPHPSynthesizer.max_link_parents)
-    assert all(len(p) <= DPHPSynthesizer.max_link_parents for p in parents.values())
+    assert parents and parents == choose_parents(scores, names, DPHPTraining.max_link_parents)
+    assert all(len(p) <= DPHPTraining.max_link_parents for p in parents.values())
     assert build(DPHPSynthesizer, category_links=False)._category_links(gen.blocks) == ()
 
 
 def test_auto_links_stay_silent_where_they_do_not_apply():
-    synth = build(DPHPSynthesizer, target_column='label', noise_seed=4)
-    with warnings.catch_warnings(record=True) as caught:
+    synth = build(DPHPSynthesizer, target_column='label')
+    with fixed_noise(4), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         synth.fit({'t': make_table()})
-    assert synth.category_links == 'auto' and not synth._model.generator._linked
+    assert synth.training.category_links == 'auto' and not synth._model.generator._linked
     assert not [w for w in caught if 'category_links' in str(w.message)]
-
-
-def test_models_saved_before_the_options_keep_the_training_they_had():
-    path = Path(__file__).parent / 'data' / 'DPHPSynthesizer-default.pkl'
-    synth = load_synthesizer(str(path))
-    assert synth.learning_rate_schedule == 'constant'
-    assert synth.category_smoothing == 0.0
-    assert synth._category_smoothing() == 0.0
-    assert synth.category_links is False and not synth._model.generator._linked
-    assert len(synth.sample(20)['t']) == 20
 
 
 def test_where_the_pair_tables_are_too_noisy_the_fit_is_the_unlinked_one_and_says_so():
     tables = []
     for links in (True, False):
-        synth = build(DPHPSynthesizer, target_column='label', noise_seed=4, category_links=links)
-        with warnings.catch_warnings(record=True) as caught:
+        synth = build(DPHPSynthesizer, target_column='label', category_links=links)
+        with fixed_noise(4), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter('always')
             synth.fit({'t': make_table()})
         said = [str(w.message) for w in caught if 'category_links=True was not applied' in
@@ -130,7 +119,7 @@ def test_links_without_a_pairs_release_warn():
 def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_does_not():
     table = make_table()
     synth = build(DPHPSynthesizer)
-    assert (synth.selected_pairs, synth.selected_pairs_spanning) == ('auto', True)
+    assert (synth.kernel.selected_pairs, synth.kernel.selected_pairs_spanning) == ('auto', True)
     synth.fit({'t': table})
     chosen = synth._model.loss_values.attrs['selected_pairs']
     columns = {c for pair in chosen for c in pair}
@@ -138,12 +127,13 @@ def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_d
     assert 'Selected pairs loss' in synth.get_loss_values()
     report = str(synth.get_privacy_report())
     assert 'selected_pairs' in report and 'spent epsilon=1 ' in report
-    synth = build(DPHPSynthesizer)
-    synth.selected_pairs = 0
+    synth = build(DPHPSynthesizer, selected_pairs=0)
     synth.fit({'t': table})
     assert synth._model.loss_values.attrs['selected_pairs'] is None
-    assert 'selected_pairs' not in str(synth.get_privacy_report())
-    assert build(DPMERFSynthesizer).selected_pairs == 0
+    report = synth.get_privacy_report()
+    assert 'selected_pairs' not in set(report.to_frame()['name'])
+    assert report.parameters['kernel.selected_pairs'] == 0
+    assert build(DPMERFSynthesizer).kernel.selected_pairs == 0
 
 
 @pytest.mark.parametrize('cls', [DPHPSynthesizer, DPMERFSynthesizer])
@@ -152,23 +142,23 @@ def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_d
     ('selected_pair_weight', 0), ('selected_pair_weight', float('nan')),
     ('selected_pairs_spanning', 'yes'), ('selected_pairs_score', 'l2'),
 ])
-def test_bad_selected_pair_settings_fail_at_fit_with_a_clear_error(cls, attribute, value):
-    synth = build(cls)
-    setattr(synth, attribute, value)
+def test_bad_selected_pair_settings_fail_with_a_clear_error(cls, attribute, value):
     with pytest.raises(SynthesizerInputError, match=attribute):
-        synth.fit({'t': make_table()})
+        build(cls, **{attribute: value})
 
 
 def test_dphp_calibrates_its_heads_by_default_without_changing_the_releases(tmp_path):
     table = make_table()
-    on = build(DPHPSynthesizer, noise_seed=3)
-    assert on.calibration_parents == 2 and build(DPMERFSynthesizer).calibration_parents == 0
+    on = build(DPHPSynthesizer)
+    assert on.training.calibration_parents == 2
+    assert build(DPMERFSynthesizer).training.calibration_parents == 0
     with warnings.catch_warnings():
-        warnings.simplefilter('ignore')  # noise_seed: not private, as the test wants
-        on.fit({'t': table})
-        off = build(DPHPSynthesizer, noise_seed=3)
-        off.calibration_parents = 0
-        off.fit({'t': table})
+        warnings.simplefilter('ignore')  # fixed noise: not private, as the test wants
+        with fixed_noise(3):
+            on.fit({'t': table})
+        off = build(DPHPSynthesizer, calibration_parents=0)
+        with fixed_noise(3):
+            off.fit({'t': table})
     attrs = on._model.loss_values.attrs
     assert attrs['calibration_seconds'] > 0 and isinstance(attrs['calibrated_pairs'], list)
     # 240 rows: no numeric column's release stands 3 noise stds from the generated one
@@ -180,15 +170,17 @@ def test_dphp_calibrates_its_heads_by_default_without_changing_the_releases(tmp_
     assert 'calibrated_values' not in off._model.loss_values.attrs
     assert not getattr(off._model.generator, 'value_maps', None)
     # post-processing: the same releases, the same report
-    assert str(on.get_privacy_report()) == str(off.get_privacy_report())
+    def releases(synth):  # the report without its options (calibration_parents differs)
+        return str(dataclasses.replace(synth.get_privacy_report(), parameters={}))
+
+    assert releases(on) == releases(off)
+    assert on.get_privacy_report().parameters['training.calibration_parents'] == 2
     on.save(tmp_path / 'on.pkl')
     loaded = load_synthesizer(tmp_path / 'on.pkl')
     pd.testing.assert_frame_equal(loaded.sample(50)['t'], on.sample(50)['t'])
 
 
 @pytest.mark.parametrize('value', [-1, 1.5, 'auto', None])
-def test_bad_calibration_parents_fail_at_fit_with_a_clear_error(value):
-    synth = build(DPHPSynthesizer)
-    synth.calibration_parents = value
+def test_bad_calibration_parents_fail_with_a_clear_error(value):
     with pytest.raises(SynthesizerInputError, match='calibration_parents'):
-        synth.fit({'t': make_table()})
+        build(DPHPSynthesizer, calibration_parents=value)

@@ -9,38 +9,30 @@ Release plan: one Gaussian release of the private mean embedding, sensitivity 2/
 The engine is ``sdv_dpkme.engines.reweighting``.
 """
 
-import math
-
 import pandas as pd
 from sdv.errors import SynthesizerInputError
 
+from sdv_dpkme.domain.unit_box import unit_box
 from sdv_dpkme.engines import reweighting
-from sdv_dpkme.synthesizers.base import BaseDPSynthesizer, outside_domain
-from sdv_dpkme.synthesizers.public_state import unit_box
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
+from sdv_dpkme.synthesizers.sampling import outside_domain
+from sdv_dpkme.synthesizers.options_kip import ReweightingKernel, ReweightingTraining
 
 
 class DPReweightingSynthesizer(BaseDPSynthesizer):
     """Differentially private reweighting of public rows (Balog et al., Algorithms 1 and 2).
 
-    Model args (besides those of the base class):
+    Args: those of ``BaseDPSynthesizer`` (no ``device``: the fit runs on the CPU), and:
         public_data: a DataFrame (or ``{table: DataFrame}``) of rows that are public: an earlier
             published extract, a consented subset, open data from the same population. Same
             columns as the metadata, values inside the public domain. The fit releases the
             private table's kernel mean embedding in the span of these rows and turns it into
             one weight per row. None: Algorithm 2 (no public rows).
-        length_scale: the kernel, a product over columns of Gaussian kernels on the [0, 1]
-            encoding, each of length ``length_scale * sqrt(number of columns)`` (a category
-            mismatch counts like a numeric value across its whole range).
-        max_basis_rows: at most this many public rows (a public random subset, model RNG) span
-            the basis: its eigendecomposition costs O(rows^3). Every public row still gets a
-            weight.
-        basis_tolerance: 'auto' keeps the basis directions whose eigenvalue share carries more
-            signal than the release's noise (lambda / rows > noise std^2, both public); a float
-            keeps eigenvalues above that fraction of the largest.
-        l1_bound: None, or C >= 1: the signed weights are projected into the L1 ball of radius C
-            (the paper's appendix; post-processing).
-        n_features, n_points, steps, learning_rate: Algorithm 2 only: random features released,
-            and the reduced set of points fitted to them.
+        target_column: optional categorical column; conditions on it alone are sampled
+            directly from the rows of that class.
+        kernel: a ``ReweightingKernel`` (the kernel and the release), training: a
+            ``ReweightingTraining`` (the weights' post-processing and Algorithm 2's points);
+            both are documented in ``sdv_dpkme.synthesizers.options_kip``.
 
     Outputs: ``sample(n)`` resamples the public rows (or Algorithm 2's points) with replacement,
     with the probability vector whose embedding is closest to the released one (weights >= 0
@@ -49,50 +41,17 @@ class DPReweightingSynthesizer(BaseDPSynthesizer):
     with both columns.
     """
 
-    def __init__(self, metadata, epsilon, delta=1e-5, public_data=None, known_min_max_values=None,
-                 known_categories=None, nullable_columns=None, metadata_is_public=False,
-                 target_column=None, length_scale=0.5, max_basis_rows=3000,
-                 basis_tolerance='auto', l1_bound=None, n_features=4000, n_points=1000,
-                 steps=300, learning_rate=0.05, locales=('en_US',), random_state=None,
-                 device='auto', verbose=True, noise_seed=None, domain=None,
-                 domain_budget_share=0.1):
+    _kernel_class = ReweightingKernel
+    _training_class = ReweightingTraining
+
+    def __init__(self, metadata, epsilon, delta=1e-5, public_data=None, domain=None,
+                 target_column=None, domain_budget_share=0.1, kernel=None, training=None,
+                 random_state=None, verbose=True, locales=('en_US',)):
         self._init_model(locals())
 
     # ------------------------------------------------------------------------ checks
     def _check_parameters(self):
-        def positive(value, name, integer=False, low=0):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and value > low
-            if integer:
-                ok = ok and int(value) == value
-            if not ok:
-                kind = 'an integer' if integer else 'a number'
-                raise SynthesizerInputError(f'{name} must be {kind} > {low}, got {value!r}.')
-
-        positive(self.length_scale, 'length_scale')
-        positive(self.max_basis_rows, 'max_basis_rows', integer=True)
-        tolerance = self.basis_tolerance
-        if tolerance != 'auto' and not (isinstance(tolerance, (int, float))
-                                        and not isinstance(tolerance, bool)
-                                        and 0 <= tolerance < 1):
-            raise SynthesizerInputError(
-                f"basis_tolerance must be 'auto' or a number in [0, 1), got {tolerance!r}."
-            )
-        if self.l1_bound is not None:
-            positive(self.l1_bound, 'l1_bound (None, or a number >= 1)', low=0)
-            if self.l1_bound < 1:
-                raise SynthesizerInputError(
-                    f'l1_bound must be >= 1 (weights of a distribution already have L1 norm 1), '
-                    f'got {self.l1_bound!r}.'
-                )
-        positive(self.n_features, 'n_features', integer=True, low=1)
-        if self.n_features % 2:
-            raise SynthesizerInputError(
-                f'n_features must be even ([cos, sin] pairs), got {self.n_features!r}.'
-            )
-        positive(self.n_points, 'n_points', integer=True)
-        positive(self.steps, 'steps', integer=True)
-        positive(self.learning_rate, 'learning_rate')
+        super()._check_parameters()
         if self.public_data is not None:
             self._public_table(check_domains=False)
 
@@ -131,16 +90,17 @@ class DPReweightingSynthesizer(BaseDPSynthesizer):
     def _kernel(self, blocks, target, n_columns):
         kernel_blocks = blocks + ([target] if target is not None else [])
         return reweighting.GaussianProductKernel.for_blocks(
-            kernel_blocks, n_columns, float(self.length_scale))
+            kernel_blocks, n_columns, float(self.kernel.length_scale))
 
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         self._check_parameters()  # attributes may have changed since construction
         kernel = self._kernel(blocks, target, len(columns))
         rng = self._torch_generator()
         if self.public_data is None:
+            training = self.training
             settings = reweighting.Algorithm2Settings(
-                int(self.n_features), int(self.n_points), int(self.steps),
-                float(self.learning_rate))
+                int(self.kernel.n_features), int(training.n_points), int(training.steps),
+                float(training.learning_rate))
             kernel_blocks = blocks + ([target] if target is not None else [])
             z, signed, probabilities, history, notes = reweighting.fit_synthetic(
                 x, kernel_blocks, len(columns), kernel, ledger, settings, rng, self.verbose)
@@ -151,9 +111,10 @@ class DPReweightingSynthesizer(BaseDPSynthesizer):
         public = self._public_table()
         processed = self._data_processor.transform(public)
         z = unit_box(processed[columns])
+        l1_bound = self.training.l1_bound
         settings = reweighting.Algorithm1Settings(
-            int(self.max_basis_rows), self.basis_tolerance,
-            None if self.l1_bound is None else float(self.l1_bound))
+            int(self.kernel.max_basis_rows), self.kernel.basis_tolerance,
+            None if l1_bound is None else float(l1_bound))
         signed, probabilities, _, notes = reweighting.fit_public(
             x, z, kernel, ledger, settings, rng, self.verbose)
         notes.append(f'public_data: {len(public)} rows, taken as public (never private rows).')
@@ -209,7 +170,7 @@ def _check_public_column(values, domain):
     if missing.any() and not domain.nullable:
         raise SynthesizerInputError(
             f"public_data has missing values in '{column}', which is not nullable in its "
-            f'public domain (declare it in nullable_columns, or drop those rows).'
+            f"public domain (declare it in the domain spec's nullable_columns, or drop those rows)."
         )
     bad, where = outside_domain(values[~missing], domain)
     if bad is None:

@@ -1,0 +1,152 @@
+"""The SDV side shared by the kernel-mean-embedding synthesizers (DP-HP, DP-MERF).
+
+It adds the two kernel terms both methods release besides their own (fine-scale marginals and
+pairwise products) and hands the fit to ``sdv_dpkme.engines.kme``.
+"""
+
+import warnings
+
+from sdv_dpkme.domain.spec import is_discrete
+from sdv_dpkme.engines import kme
+from sdv_dpkme.engines.calibration import generated_rows
+from sdv_dpkme.engines.errors import CollapsedGeneratorWarning
+from sdv_dpkme.engines.generator import linked_blocks, resolve_device
+from sdv_dpkme.engines.kernel_terms import shared_terms
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
+
+
+class BaseDPKMESynthesizer(BaseDPSynthesizer):
+    """Kernel-mean-embedding synthesizer (abstract): one release plan, then a generator.
+
+    ``target_column`` (optional, categorical) makes the embedding class-conditional; the class
+    proportions are then released with noise. ``kernel`` says what is released and
+    ``training`` how the generator is trained on the releases (post-processing); their fields
+    are documented in ``sdv_dpkme.synthesizers.options_kme``.
+    """
+
+    # Method hooks: the feature maps and the default budget shares.
+    def _kernel_terms(self, blocks, generator, steps):
+        """The method's own feature maps, as ``KernelTerm``s (one release each), for a training
+        of ``steps`` steps."""
+        raise NotImplementedError
+
+    def _default_budget_shares(self):
+        """Default precision share per release group (incl. 'class_proportions', 'marginals')."""
+        raise NotImplementedError
+
+    def _report_notes(self, terms):
+        return []
+
+    def _shares(self):
+        return {**self._default_budget_shares(), **(self.kernel.budget_shares or {})}
+
+    def _shared_terms(self, blocks):
+        kernel, training = self.kernel, self.training
+        return shared_terms(blocks, kernel.marginal_length_scale, training.marginal_weight,
+                            kernel.pair_length_scale, training.pair_weight,
+                            kernel.max_pair_features, kernel.max_pair_width)
+
+    def _steps(self, n, blocks=()):
+        training = self.training
+        if training.steps == 'auto':
+            cap = training.max_auto_steps
+            per = training.auto_steps_columns
+            if per and len(blocks) > per:  # wider tables: more pairs to fit, more steps
+                cap = min(3 * cap, round(cap * len(blocks) / per))
+            return min(cap, max(200, n))
+        return int(training.steps)
+
+    def _batch_size(self, n):
+        if self.training.batch_size == 'auto':
+            return min(1024, max(256, n))
+        return int(self.training.batch_size)
+
+    def _training(self, n, blocks):
+        training = self.training
+        return kme.Training(self._steps(n, blocks), self._batch_size(n), training.learning_rate,
+                            training.latent_dim, tuple(training.generator_dims),
+                            training.numeric_noise, resolve_device(self.device),
+                            int(training.reweight_generated_rows or 0),
+                            training.learning_rate_schedule, self._category_smoothing(),
+                            self._category_links(blocks), training.max_link_parents,
+                            training.link_signal_ratio, int(training.calibration_parents),
+                            tuple(name for name, d in self._domains.items() if is_discrete(d)),
+                            generated_rows(n))
+
+    def _category_links(self, blocks):
+        """The categorical columns whose heads may be linked: those at most ``max_link_width``
+        (and ``max_pair_width``) wide and, widest left out first, at most ``max_pair_features``
+        weights (public widths only)."""
+        if not self.training.category_links:
+            return ()
+        width = min(self.kernel.max_pair_width, self.training.max_link_width)
+        return linked_blocks(blocks, width, self.kernel.max_pair_features)
+
+    def _category_smoothing(self):
+        """'auto': 0.01 for a class-conditional fit (a target_column), else 0."""
+        smoothing = self.training.category_smoothing
+        if smoothing == 'auto':
+            return 0.01 if self.target_column is not None else 0.0
+        return float(smoothing)
+
+    def _fits_in_one_pass(self):
+        return True  # every release is a sum over the rows (see engines.accumulate)
+
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        self._check_parameters()  # kernel and training may have been replaced
+        rng = self._torch_generator()
+        terms = (self._kernel_terms(blocks, rng, self._steps(len(x), blocks))
+                 + self._shared_terms(blocks))
+        selection = None
+        kernel = self.kernel
+        if kernel.selected_pairs:
+            count = None if kernel.selected_pairs == 'auto' else int(kernel.selected_pairs)
+            selection = kme.PairSelection(count, float(self.training.selected_pair_weight),
+                                          kernel.selected_pairs_spanning,
+                                          kernel.selected_pairs_score)
+        model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
+                        self._training(len(x), blocks), rng, self.verbose, selection)
+        self._warn_if_unlinked(model, blocks)
+        self._warn_if_collapsed(model.collapsed_classes, target)
+        return model, self._report_notes(terms)
+
+    def _warn_if_unlinked(self, model, blocks):
+        """category_links=True that training could not apply: say why rather than stay silent
+        ('auto' asks for links only where they apply)."""
+        if self.training.category_links is not True or model.generator._linked:
+            return
+        noise = model.loss_values.attrs.get('pair_cell_noise')
+        if noise is None:
+            why = "there is no 'pairs' release to link by (pair_length_scale=None)"
+        elif noise > kme.LINK_NOISE_LIMIT:
+            why = (f"one cell of the 'pairs' release has a noise std of {noise:.3f}, above "
+                   f'{kme.LINK_NOISE_LIMIT} (links would fit that noise); more rows or a larger '
+                   'epsilon lower it')
+        elif len(self._category_links(blocks)) < 2:
+            why = (f'fewer than two categorical columns are at most '
+                   f'{self.training.max_link_width} '
+                   'buckets wide')
+        else:
+            why = ("no pair of those columns is associated above the noise of its cells in "
+                   "the released 'pairs' tables")
+        warnings.warn(f'category_links=True was not applied: {why}. The generator was trained '
+                      'with independent categorical heads.', UserWarning, stacklevel=4)
+
+    def _warn_if_collapsed(self, collapsed, target):
+        if not collapsed:
+            return
+        if target is None:
+            which = 'every row comes'
+        else:
+            names = [*self._domains[target.name].categories, None]  # None: the missing bucket
+            which = (f"the rows of {target.name} = "
+                     f"{', '.join(repr(names[c]) for c in collapsed)} come")
+        warnings.warn(
+            f'The trained generator collapsed: {which} out (nearly) identical (numeric columns '
+            'spread over less than 1% of their bounds, one category per column). The noisy '
+            'embeddings were too weak to train on. Refit with another random_state, or give '
+            'the fit a stronger signal: more rows, a larger epsilon, or fewer released terms '
+            "(e.g. pair_length_scale=None). In get_loss_values(), the '... above noise "
+            "floor' columns estimate how far the fit is from the true embeddings.",
+            CollapsedGeneratorWarning, stacklevel=4,
+        )
