@@ -9,6 +9,7 @@ check that the code runs, not the scores.
 """
 
 import dataclasses
+import functools
 import inspect
 import json
 import os
@@ -86,6 +87,7 @@ def test_pages_have_blocks_and_markers_are_sparing():
 def _fast_init(original):
     parameters = inspect.signature(original).parameters
 
+    @functools.wraps(original)  # SDV's get_parameters reads the signature
     def init(self, *args, **kwargs):
         if 'training' in parameters:  # options objects: shrink the fields they have
             for group in ('kernel', 'training'):
