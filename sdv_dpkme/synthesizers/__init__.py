@@ -1,12 +1,28 @@
 """SDV synthesizers (entry points target this submodule, see pyproject)."""
 
-from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
-from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer
-from sdv_dpkme.synthesizers.dpkip import DPKIPSynthesizer
-from sdv_dpkme.synthesizers.dpmerf import DPMERFSynthesizer
-from sdv_dpkme.synthesizers.dpreweighting import DPReweightingSynthesizer
-from sdv_dpkme.synthesizers.kme_base import BaseDPKMESynthesizer
-from sdv_dpkme.synthesizers.options import (
+import importlib
+
+_MODULES = {'DPHPSynthesizer': 'dphp', 'DPKIPSynthesizer': 'dpkip',
+            'DPMERFSynthesizer': 'dpmerf', 'DPReweightingSynthesizer': 'dpreweighting'}
+
+
+def __getattr__(name):
+    # When importing this package is what first imports SDV, SDV's add-on discovery asks for a
+    # class while the package is still half imported: import that class's module then.
+    if name not in _MODULES:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(f'{__name__}.{_MODULES[name]}'), name)
+
+
+import sdv  # noqa: E402,F401  (before our modules, which import SDV's submodules)
+
+from sdv_dpkme.synthesizers.base import BaseDPSynthesizer  # noqa: E402
+from sdv_dpkme.synthesizers.dphp import DPHPSynthesizer  # noqa: E402
+from sdv_dpkme.synthesizers.dpkip import DPKIPSynthesizer  # noqa: E402
+from sdv_dpkme.synthesizers.dpmerf import DPMERFSynthesizer  # noqa: E402
+from sdv_dpkme.synthesizers.dpreweighting import DPReweightingSynthesizer  # noqa: E402
+from sdv_dpkme.synthesizers.kme_base import BaseDPKMESynthesizer  # noqa: E402
+from sdv_dpkme.synthesizers.options import (  # noqa: E402
     DPHPKernel,
     DPHPTraining,
     DPKIPKernel,
