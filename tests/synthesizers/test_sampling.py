@@ -1,5 +1,5 @@
 """Issue 21, item 1: sampling streams in bounded chunks, and the faster decoding gives the same
-rows as RDT's own reverse transform. No timings here: ``benchmarks/sampling.py`` measures them."""
+rows as RDT's own reverse transform. No timings here: ``benchmarks/studies/sampling.py`` measures them."""
 
 import math
 import warnings
