@@ -125,6 +125,10 @@ def test_report_without_real_data_holds_only_dp_outputs(fitted, tmp_path):
     releases = _release_names(fitted)
     assert f'Releases ({len(releases)})' in ledger
     assert all(r['description'] in ledger for r in releases)  # every release is listed
+    # and every option of the fit, as --param set it (issue 41)
+    options = json.loads(fitted['synth'].with_suffix('.privacy.json').read_text())['parameters']
+    assert options['training.steps'] == 5 and options['kernel.sum_order'] == 10
+    assert all(name in ledger for name in options)
     assert 'adult_train' not in out.read_text()
 
 

@@ -36,8 +36,6 @@ class TabularGenerator(nn.Module):
     (``_linked_heads``).
     """
 
-    category_smoothing = 0.0  # what generators pickled before the option get
-
     def __init__(self, blocks, n_columns, n_classes, latent_dim=32, hidden=(256, 256),
                  numeric_noise=0.0, category_smoothing=0.0, category_links=()):
         super().__init__()

@@ -26,6 +26,25 @@ class ImageInputError(ValueError):
     """Images, labels or settings that an image estimator cannot use (the message says why)."""
 
 
+#: the layout of a pickled image estimator; another is refused (refit instead)
+FORMAT_VERSION = 1
+
+
+def stamped(state):
+    """A pickled estimator's state with its format version."""
+    return {**state, '_sdv_dpkme_format': FORMAT_VERSION}
+
+
+def check_format(state, name):
+    """Refuse the state of an estimator pickled in another format (no shims: refit it)."""
+    saved = state.get('_sdv_dpkme_format')
+    if saved != FORMAT_VERSION:
+        raise ImageInputError(
+            f'This {name} was saved by an older sdv_dpkme (file format {saved}; this version '
+            f'reads format {FORMAT_VERSION}). Fit it again with this version.'
+        )
+
+
 def check_budget(epsilon, delta):
     try:
         validate_budget(epsilon, delta, calibrated=True)

@@ -49,9 +49,11 @@ from sdv_dpkme.images._inputs import (
     as_images,
     as_labels,
     check_budget,
+    check_format,
     check_pixel_range,
     positive_int,
     positive_number,
+    stamped,
 )
 from sdv_dpkme.images.scattering import PAPER_NORM_EPS, ScatterNet
 from sdv_dpkme.privacy import Ledger, PoissonSubsampledGaussianMechanism
@@ -344,10 +346,8 @@ class DPKIPScatterNet:
             raise ImageInputError('Fit the model before predicting.')
 
     def _net(self):
-        # models saved before the option used the paper's floor
-        floor = getattr(self, 'group_norm_eps_', PAPER_NORM_EPS)
-        net = ScatterNet(self._shape[1:], norm_eps=floor)
-        if not getattr(self, 'unit_features_', False):
+        net = ScatterNet(self._shape[1:], norm_eps=self.group_norm_eps_)
+        if not self.unit_features_:
             return net
         return lambda x: kip_moments.unit_rows(net(x))
 
@@ -379,4 +379,8 @@ class DPKIPScatterNet:
     def __getstate__(self):
         state = dict(self.__dict__)
         state['_alpha'] = None  # a cache (of DP outputs); recomputed on demand
-        return state
+        return stamped(state)
+
+    def __setstate__(self, state):
+        check_format(state, type(self).__name__)
+        self.__dict__.update(state)

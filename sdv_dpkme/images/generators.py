@@ -28,9 +28,11 @@ from sdv_dpkme.images._inputs import (
     as_images,
     as_labels,
     check_budget,
+    check_format,
     check_pixel_range,
     positive_int,
     positive_number,
+    stamped,
 )
 from sdv_dpkme.privacy import Ledger
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
@@ -129,6 +131,13 @@ class _KMEImageGenerator:
             images = images[:, 0]
         labels = rows[:, self._pixels:].argmax(axis=1).astype(np.int64)
         return images, labels
+
+    def __getstate__(self):
+        return stamped(self.__dict__)
+
+    def __setstate__(self, state):
+        check_format(state, type(self).__name__)
+        self.__dict__.update(state)
 
 
 class DPMERFImageGenerator(_KMEImageGenerator):

@@ -19,6 +19,7 @@ import os
 
 from sdv.errors import SynthesizerInputError
 
+from sdv_dpkme.domain.spec import merge_declarations
 from sdv_dpkme.synthesizers.options_kip import (
     DPKIPKernel,
     DPKIPTraining,
@@ -139,6 +140,12 @@ def fold_domain(domain, shorthand):
         raise SynthesizerInputError(
             f'The domain spec lists tables; put {sorted(shorthand)} in its table entry.'
         )
+    try:  # a fact the spec's columns declare otherwise is an error, not silently overridden
+        merge_declarations(shorthand.get('known_min_max_values'),
+                           shorthand.get('known_categories'), shorthand.get('nullable_columns'),
+                           spec)
+    except ValueError as err:
+        raise SynthesizerInputError(str(err)) from None
     for key, value in shorthand.items():
         previous = spec.get(key)
         if previous is None:

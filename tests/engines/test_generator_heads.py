@@ -56,16 +56,6 @@ def test_sampled_categories_follow_the_smoothed_heads_without_the_out_of_domain_
     assert freq[2] > 0.005 and freq[3] > 0.005  # a / K = 0.01 each, before conditioning
 
 
-def test_old_generators_without_the_attribute_sample_as_before():
-    bias = [2.0, 0.0, -25.0, -25.0, 1.0, 0.0]
-    new = generator_with_logits(bias, smoothing=0.0)
-    old = generator_with_logits(bias, smoothing=0.3)
-    del old.category_smoothing  # a model pickled before the option
-    a = new.sample(torch.zeros(500, dtype=torch.long), torch.Generator().manual_seed(2))
-    b = old.sample(torch.zeros(500, dtype=torch.long), torch.Generator().manual_seed(2))
-    np.testing.assert_array_equal(a, b)
-
-
 def test_cosine_schedule_decays_to_zero_and_constant_does_not():
     steps = 40
     cosine = _lr_factor('cosine', steps)

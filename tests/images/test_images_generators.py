@@ -76,6 +76,10 @@ def test_saved_generator_holds_no_private_image_or_statistic(cls, digits):
     assert not hasattr(gen, 'embedding_') and '_stats' not in gen.__dict__
     loaded = pickle.loads(blob)
     assert np.array_equal(loaded.sample(5, random_state=2)[0], gen.sample(5, random_state=2)[0])
+    state = gen.__getstate__()
+    state['_sdv_dpkme_format'] = 0  # another format is refused: no shims, refit
+    with pytest.raises(ImageInputError, match='older sdv_dpkme.*Fit it again'):
+        cls.__new__(cls).__setstate__(state)
 
 
 @pytest.mark.parametrize('cls', [DPMERFImageGenerator, DPHPImageGenerator])

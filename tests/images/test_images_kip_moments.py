@@ -251,7 +251,7 @@ def test_moments_learn_and_predict_with_the_unit_norm_kernel(fitted, digits):
     expected = (f_t @ f_s.T @ alpha).numpy()
     assert np.allclose(fitted.decision_function(x[1500:1550]), expected, atol=1e-5)
     raw = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'mechanism': 'dp-sgd'})
-    raw.__dict__.update({k: v for k, v in fitted.__dict__.items() if k != 'unit_features_'})
+    raw.__dict__.update({**fitted.__dict__, 'unit_features_': False})
     raw._alpha = None  # the same support read with the raw-feature kernel predicts differently
     assert not np.allclose(raw.decision_function(x[1500:1550]), expected, atol=1e-5)
 
@@ -302,18 +302,21 @@ def test_group_norm_floor_defaults_by_mechanism_and_is_used_for_prediction(fitte
     assert sgd.group_norm_eps_ == 1e-5  # the paper's, for the paper's mechanism
     given = DPKIPScatterNet(1.0, 1e-5, **{**MOM, 'group_norm_eps': 1e-3}).fit(x[:600], y[:600])
     assert given.group_norm_eps_ == 1e-3
-    # prediction reads the support with the floor it was fit with; a model saved before the
-    # option (no group_norm_eps_) used the paper's floor
-    old = pickle.loads(pickle.dumps(given))
-    del old.group_norm_eps_
-    old._alpha = None
-    net = ScatterNet((8, 8), norm_eps=1e-5)
+    # prediction reads the support with the floor it was fit with (after a save and load too)
+    loaded = pickle.loads(pickle.dumps(given))
+    net = ScatterNet((8, 8), norm_eps=1e-3)
     f_s = km.unit_rows(net(torch.from_numpy(given.distilled_images_ / 16.0)[:, None]).double())
     f_t = km.unit_rows(net(torch.from_numpy(x[1500:1530] / 16.0)[:, None]).double())
     alpha = torch.linalg.solve(
         f_s @ f_s.T + 1e-3 * torch.trace(f_s @ f_s.T) / 20 * torch.eye(20, dtype=torch.float64),
         centred_one_hot(torch.as_tensor(given.distilled_labels_), 10))
-    assert np.allclose(old.decision_function(x[1500:1530]), (f_t @ f_s.T @ alpha).numpy(),
+    assert np.allclose(loaded.decision_function(x[1500:1530]), (f_t @ f_s.T @ alpha).numpy(),
                        atol=1e-5)
     assert not np.allclose(given.decision_function(x[1500:1530]),
-                           old.decision_function(x[1500:1530]), atol=1e-5)
+                           sgd.decision_function(x[1500:1530]), atol=1e-5)
+    # a model pickled in another format is refused: no shims, refit
+    state = given.__getstate__()
+    for stale in (0, None):
+        state['_sdv_dpkme_format'] = stale
+        with pytest.raises(ImageInputError, match='older sdv_dpkme.*Fit it again'):
+            DPKIPScatterNet.__new__(DPKIPScatterNet).__setstate__(state)

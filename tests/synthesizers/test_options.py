@@ -64,6 +64,8 @@ def test_the_shorthand_merges_into_a_spec_and_refuses_a_second_differing_fact(tm
     assert spec['known_categories'] == {'city': ['Lima']}  # the caller's spec is not changed
     with pytest.raises(SynthesizerInputError, match='declare each fact once'):
         build_kwargs(DPHPSynthesizer, {'domain': spec, 'known_categories': {'city': ['Oslo']}})
+    with pytest.raises(SynthesizerInputError, match="'age'.*declare each fact once"):
+        build_kwargs(DPHPSynthesizer, {'domain': spec, 'known_min_max_values': {'age': (1, 9)}})
     # None declares nothing: a path stays a path
     assert build_kwargs(DPHPSynthesizer, {'domain': str(path),
                                           'nullable_columns': None}) == {'domain': str(path)}
