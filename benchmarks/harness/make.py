@@ -3,46 +3,20 @@ the package itself, so a study never reaches into a class."""
 from __future__ import annotations
 
 import contextlib
-import inspect
-
-_noise_seed = [None]
-
-
-def _build_kwargs():
-    # imported when first used, so a study can put a pinned package first on sys.path
-    try:
-        from sdv_dpkme.synthesizers.options import build_kwargs
-    except ImportError:  # the constructor with kernel/training objects has not landed yet
-        return None
-    return build_kwargs
-
-
-def _package_fixed_noise():
-    try:
-        from sdv_dpkme.privacy.testing import fixed_noise
-    except ImportError:  # older package: the noise seed is still a constructor argument
-        return None
-    return fixed_noise
 
 
 @contextlib.contextmanager
 def fixed_noise(seed):
-    """Fix the privacy noise of the fits made (and, on the older package, the synthesizers
-    built) inside the block, so that the arms of a paired comparison share one noise draw.
-    TEST ONLY: it voids the guarantee, and the privacy report says so. ``None``: fresh noise."""
+    """Fix the privacy noise of the fits made inside the block, so that the arms of a paired
+    comparison share one noise draw. TEST ONLY: it voids the guarantee, and the privacy report
+    says so. ``None``: fresh noise."""
     if seed is None:
         yield
         return
-    previous, _noise_seed[0] = _noise_seed[0], seed
-    package = _package_fixed_noise()
-    try:
-        if package is not None:
-            with package(seed):
-                yield
-        else:
-            yield
-    finally:
-        _noise_seed[0] = previous
+    from sdv_dpkme.privacy.testing import fixed_noise as package_fixed_noise
+
+    with package_fixed_noise(seed):
+        yield
 
 
 def make(cls, metadata, epsilon, **flat):
@@ -56,27 +30,10 @@ def make(cls, metadata, epsilon, **flat):
     """
     if not cls.__module__.startswith('sdv_dpkme.synthesizers'):
         return cls(metadata, **flat) if metadata is not None else cls(epsilon=epsilon, **flat)
-    build_kwargs = _build_kwargs()
-    if build_kwargs is not None:
-        return cls(metadata, **build_kwargs(cls, {'epsilon': epsilon, **flat}))
-    return _make_before_options(cls, metadata, epsilon, flat)
+    # imported when first used, so a study can put a pinned package first on sys.path
+    from sdv_dpkme.synthesizers.options import build_kwargs
 
-
-def _make_before_options(cls, metadata, epsilon, flat):
-    # Fallback until the new constructor lands (then this function goes): flat kwargs go to
-    # the constructor unchanged, 'training.x' / 'kernel.x' lose their prefix, and the settings
-    # that were class attributes then (selected_pairs, calibration_parents, ...) are set on
-    # the instance, as the old API asked.
-    flat = {key.split('.', 1)[-1]: value for key, value in flat.items()}
-    if _noise_seed[0] is not None:
-        flat['noise_seed'] = _noise_seed[0]
-    accepted = inspect.signature(cls.__init__).parameters
-    attributes = {key: flat.pop(key) for key in list(flat)
-                  if key not in accepted and hasattr(cls, key)}
-    synthesizer = cls(metadata, epsilon=epsilon, **flat)
-    for name, value in attributes.items():
-        setattr(synthesizer, name, value)
-    return synthesizer
+    return cls(metadata, **build_kwargs(cls, {'epsilon': epsilon, **flat}))
 
 
 def epsilon_spent(synthesizer):

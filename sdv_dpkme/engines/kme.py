@@ -152,6 +152,7 @@ class KMEModel:
         self.target = target
         self.class_weights = np.asarray(class_weights, dtype=float)
         self.loss_values = loss_values
+        self.pools = None  # post-processing's reweighted pools, when that option is on
         self._rng = None
 
     def set_random_state(self, random_state):
@@ -174,9 +175,8 @@ class KMEModel:
             labels = torch.multinomial(weights, num_rows, replacement=True, generator=self._rng)
         else:
             labels = torch.full((num_rows,), int(label), dtype=torch.long)
-        pools = getattr(self, 'pools', None)  # None in models saved before the option
-        if pools:
-            return self._sample_pools(labels, pools)
+        if self.pools:
+            return self._sample_pools(labels, self.pools)
         rows = self.generator.sample(labels, self._rng)  # float32, target columns zero
         if self.target is not None:
             target = np.asarray(self.target.columns)
