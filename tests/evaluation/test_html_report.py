@@ -11,6 +11,7 @@ from tests.cli_helpers import ReportParser
 NASTY = '<b onmouseover="x()">race</b>'
 
 
+@pytest.mark.slow
 def test_issue20_report_escapes_column_names_from_users():
     data, metadata, domain = load_adult_sample()
     data = data.head(200).rename(columns={'race': NASTY})

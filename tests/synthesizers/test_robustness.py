@@ -101,6 +101,7 @@ def _zip_table(n=400, k=600):
     return table, {'city': [f'{i:05d}' for i in range(k)], 'label': ['no', 'yes']}
 
 
+@pytest.mark.slow
 def test_a_wide_categorical_column_is_left_out_of_the_pairs_issue21_item4(kme_cls):
     table, categories = _zip_table()
     synth = build(kme_cls, known_categories=categories, target_column='label')
@@ -112,6 +113,7 @@ def test_a_wide_categorical_column_is_left_out_of_the_pairs_issue21_item4(kme_cl
     assert set(rows['city']) <= set(categories['city'])
 
 
+@pytest.mark.slow
 def test_a_large_encoded_table_is_announced_and_a_too_large_one_refused_issue21_item4(
         kme_cls, monkeypatch):
     table, categories = _zip_table()
