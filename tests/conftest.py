@@ -149,19 +149,9 @@ def spark():
     session.stop()
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(config, items):
-    """Tests on Spark are marked slow. Under pytest-xdist's ``--dist loadgroup``
-    (scripts/test.sh), tests that share a module-scoped fixture, or Spark's session, run on one
-    worker, so each expensive shared fit or JVM is built once, not once per worker; the other
-    tests are spread one by one."""
+    """Tests on Spark (a JVM and a local cluster) are slow by nature: marked so here."""
     for item in items:
-        if item.get_closest_marker('xdist_group'):
-            continue
-        defs = getattr(item, '_fixtureinfo', None)
-        defs = defs.name2fixturedefs if defs else {}
-        scopes = {name: fixturedefs[-1].scope for name, fixturedefs in defs.items()}
-        if 'spark' in scopes:  # a JVM and a local cluster: slow by nature
-            item.add_marker(pytest.mark.xdist_group('spark'))
+        if 'spark' in getattr(item, 'fixturenames', ()):
             item.add_marker(pytest.mark.slow)
-        elif any(scope == 'module' for scope in scopes.values()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split('::')[0]))
