@@ -15,6 +15,7 @@ from tests.cli_helpers import (
 )
 
 
+@pytest.mark.slow
 def test_demo_writes_table_report_and_summary(tmp_path, monkeypatch):
     import sdv_dpkme.synthesizers.dphp as dphp
 
