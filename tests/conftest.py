@@ -4,7 +4,7 @@ import sys
 
 # One OpenMP thread per test process (set before torch is imported; an explicit setting wins).
 # The fits here are tiny: extra threads only spin against each other and against the other
-# pytest-xdist worker on a 2-core machine (4x the CPU time measured under load).
+# pytest-xdist worker on a 2-core machine, for several times the CPU time.
 for _name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
     os.environ.setdefault(_name, '1')
 
