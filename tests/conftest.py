@@ -2,9 +2,16 @@ import os
 import shutil
 import sys
 
+# One OpenMP thread per test process (set before torch is imported; an explicit setting wins).
+# The fits here are tiny: extra threads only spin against each other and against the other
+# pytest-xdist worker on a 2-core machine, for several times the CPU time.
+for _name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ.setdefault(_name, '1')
+
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sdv.metadata import Metadata
 
 from sdv_dpkme import (
@@ -14,6 +21,8 @@ from sdv_dpkme import (
     DPReweightingSynthesizer,
 )
 from sdv_dpkme.synthesizers.options import build_kwargs
+
+torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
 
 # Flat settings (constructor arguments, kernel / training fields, the domain shorthand), turned
 # into constructor arguments by ``make`` (``sdv_dpkme.synthesizers.options.build_kwargs``).
@@ -146,3 +155,11 @@ def spark():
     session.sparkContext.setLogLevel('ERROR')
     yield session
     session.stop()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
+def pytest_collection_modifyitems(config, items):
+    """Tests on Spark (a JVM and a local cluster) are slow by nature: marked so here."""
+    for item in items:
+        if 'spark' in getattr(item, 'fixturenames', ()):
+            item.add_marker(pytest.mark.slow)

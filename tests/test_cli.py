@@ -15,6 +15,7 @@ from tests.cli_helpers import (
 )
 
 
+@pytest.mark.slow
 def test_demo_writes_table_report_and_summary(tmp_path, monkeypatch):
     import sdv_dpkme.synthesizers.dphp as dphp
     from sdv_dpkme.synthesizers.options import build_kwargs
@@ -75,6 +76,7 @@ def fitted(tmp_path_factory):
     return {**files, 'folder': folder, 'synth': out, 'fit': result}
 
 
+@pytest.mark.slow
 def test_fit_writes_the_synthesizer_and_its_privacy_report(fitted):
     report = json.loads((fitted['synth'].with_suffix('.privacy.json')).read_text())
     assert report['epsilon'] == 1.0 and report['delta'] == 1e-5
@@ -89,6 +91,7 @@ def test_fit_writes_the_synthesizer_and_its_privacy_report(fitted):
     assert type(synth).__name__ == 'DPHPSynthesizer' and synth.target_column == 'income'
 
 
+@pytest.mark.slow
 def test_sample_writes_csv_or_parquet_by_extension(fitted, tmp_path):
     result = run_cli('sample', fitted['synth'], '--rows', '50', '--out', tmp_path / 'syn.csv')
     assert result.returncode == 0, result.stderr
@@ -106,6 +109,7 @@ def _release_names(fitted):
     return report['releases']
 
 
+@pytest.mark.slow
 def test_report_without_real_data_holds_only_dp_outputs(fitted, tmp_path):
     out = tmp_path / 'report.html'
     result = run_cli('report', fitted['synth'], '--rows', '200', '--out', out)
@@ -132,6 +136,7 @@ def test_report_without_real_data_holds_only_dp_outputs(fitted, tmp_path):
     assert 'adult_train' not in out.read_text()
 
 
+@pytest.mark.slow
 def test_report_with_real_data_says_so_and_ranks_worst_first(fitted, tmp_path):
     out = tmp_path / 'report.html'
     result = run_cli('report', fitted['synth'], '--real', fitted['holdout'], '--classifiers',
@@ -160,6 +165,7 @@ def test_report_with_real_data_says_so_and_ranks_worst_first(fitted, tmp_path):
 
 
 # ------------------------------------------------------------------------------ bad input
+@pytest.mark.slow
 def test_issue20_demo_bad_arguments_exit_2_without_traceback_or_files(tmp_path):
     """The issue's two cases, as processes: `demo --epsilon 0` printed a traceback, and
     `demo --rows -5` trained fully, then failed and left a 1-byte synthetic.csv."""

@@ -66,6 +66,7 @@ def _encoding(synth):
             for c in ('age', 'income')}
 
 
+@pytest.mark.slow
 def test_encoding_is_decided_before_any_row_and_is_the_same_for_any_table(monkeypatch):
     spec = {'integer_columns': ['age']}
 

@@ -67,6 +67,7 @@ def _random_row(rng):
     }
 
 
+@pytest.mark.slow
 def test_neighbouring_tables_differ_by_at_most_sqrt_2k():
     rng = np.random.default_rng(0)
     domains = {'x': num('x'), 't': ColumnDomain(name='t', sdtype='datetime'), 'c': cat('c'),
@@ -105,6 +106,7 @@ def _singleton_table(n=400):
     return pd.DataFrame({'c': values, 'x': np.linspace(1, 50, n)})
 
 
+@pytest.mark.slow
 def test_single_row_category_is_never_released_at_default_delta():
     table = _singleton_table()
     undeclared = {'c': cat('c'), 'x': num('x')}
@@ -120,6 +122,7 @@ def test_single_row_category_is_never_released_at_default_delta():
     assert released <= binom.ppf(1 - 1e-6, runs, p_single)
 
 
+@pytest.mark.slow
 def test_single_row_release_rate_matches_the_threshold_where_measurable():
     """At a (deliberately huge) delta the rate is measurable: it must match P[1 + N >= T]."""
     table = _singleton_table(200)

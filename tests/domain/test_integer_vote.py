@@ -197,6 +197,7 @@ def test_a_plain_declaration_gets_whole_numbers_where_the_vote_says_so_and_repor
     assert math.isclose(synth._privacy_report.epsilon_calibrated, 2.0, rel_tol=1e-3)
 
 
+@pytest.mark.slow
 def test_declared_integerness_or_discovery_off_means_no_vote():
     declared = _fit(_table(), domain={'integer_columns': ['age', 'hours'],
                                       'columns': {'score': {'integer': False}}})
@@ -216,6 +217,7 @@ def test_a_tiny_table_keeps_floats_and_tells_what_to_declare():
     assert NAME not in [r.name for r in synth._privacy_report.releases]
 
 
+@pytest.mark.slow
 def test_the_vote_moves_with_one_row_no_more_than_its_noise_allows():
     """Neighbouring tables under one (test-only) noise seed: the decisions match, the released
     vote differs by at most the sensitivity."""
@@ -241,6 +243,7 @@ def test_template_leaves_integerness_to_the_user_unless_the_metadata_states_it()
         parse_domain_spec({'columns': {'a': {'min_value': 0, 'max_value': 1, 'integer': None}}})
 
 
+@pytest.mark.slow
 def test_a_refit_on_the_same_encoding_accounts_the_vote_again():
     synth = make(DPHPSynthesizer, _metadata(), epsilon=2.0, known_min_max_values={
         'age': (0, 120), 'score': (0, 1), 'hours': (0, 99)},
@@ -256,6 +259,7 @@ def test_a_refit_on_the_same_encoding_accounts_the_vote_again():
     assert second.epsilon_spent <= 2.0 * (1 + 1e-6)
 
 
+@pytest.mark.slow
 def test_the_adversarial_suite_runs_the_vote():
     """Its neighbouring-table diff and sensitivity check then cover this release too."""
     from tests.privacy import attack

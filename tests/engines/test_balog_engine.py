@@ -179,6 +179,7 @@ def test_min_norm_weights_are_a_transpose_beta_when_the_rows_are_the_landmarks()
     assert torch.allclose(w, basis.transform.T @ beta, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_rkhs_distance_shrinks_as_n_grows_at_fixed_epsilon():
     """Consistency (Balog Thm. 4.2): more private rows, closer to the private embedding, and
     better than uniform weights on the public rows."""

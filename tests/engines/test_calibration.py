@@ -36,6 +36,7 @@ def untrained():
     return TabularGenerator(BLOCKS, 15, 2)  # independent heads: b does not follow a
 
 
+@pytest.mark.slow
 def test_exact_tables_are_fitted():
     x, labels = two_class_table()
     gen = untrained()
@@ -47,6 +48,7 @@ def test_exact_tables_are_fitted():
     assert (generated_tv(gen, x, labels) < 0.05).all()
 
 
+@pytest.mark.slow
 def test_a_table_below_its_noise_calibrates_no_pair():
     x, labels = two_class_table()
     gen = untrained()

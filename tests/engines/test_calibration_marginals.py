@@ -49,6 +49,7 @@ def test_value_groups_cut_consecutive_categories():
     assert list(uneven[:14]) == sorted(uneven[:14])
 
 
+@pytest.mark.slow
 def test_an_ordered_head_is_a_parent_through_its_value_groups():
     x, n, b = wide_table()
     # per cell (80 of them, 0.005 each) the association is below the noise; per group it is not
@@ -221,6 +222,7 @@ def test_value_maps_move_a_numeric_column_to_its_released_distribution():
     assert after[:, 0].min() >= 0 and after[:, 0].max() <= 1
 
 
+@pytest.mark.slow
 def test_value_maps_barely_move_a_column_the_noise_cannot_tell_apart():
     gen = numeric_generator()
     rows = gen.sample(torch.zeros(50000, dtype=torch.long), torch.Generator().manual_seed(9))

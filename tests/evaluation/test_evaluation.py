@@ -465,6 +465,7 @@ def test_evaluate_multiclass_keys(student):
     assert 'tstr_real_table' not in result
 
 
+@pytest.mark.slow
 def test_evaluation_importable_without_xgboost_and_matplotlib():
     code = (
         "import sys; sys.modules['xgboost'] = None; sys.modules['matplotlib'] = None; "

@@ -12,6 +12,7 @@ from tests.conftest import make
 NASTY = '<b onmouseover="x()">race</b>'
 
 
+@pytest.mark.slow
 def test_issue20_report_escapes_column_names_from_users():
     data, metadata, domain = load_adult_sample()
     data = data.head(200).rename(columns={'race': NASTY})

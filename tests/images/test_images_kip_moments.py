@@ -215,6 +215,7 @@ def test_noise_edge_is_the_edge_of_the_released_noise_spectrum():
                                                                 rel=0.08)
 
 
+@pytest.mark.slow
 def test_default_ridge_follows_the_noise_and_is_reported(digits):
     x, y = digits
     fits = {eps: DPKIPScatterNet(eps, 1e-5, **MOM).fit(x[:600], y[:600]) for eps in (1.0, 10.0)}
@@ -233,6 +234,7 @@ def test_default_ridge_follows_the_noise_and_is_reported(digits):
     assert not hasattr(fixed.fit(x[:600], y[:600]), 'moment_ridge_')
 
 
+@pytest.mark.slow
 def test_moments_learn_and_predict_with_the_unit_norm_kernel(fitted, digits):
     x, y = digits
     assert fitted.unit_features_ is True

@@ -55,8 +55,13 @@ PER_INSTANCE = ('._synthesizer_id', '._fitted_date', '._creation_date')
 # (engines.calibration).
 STRUCTURE = ('._parameters', '._buffers', '.calibration', '.value_maps')
 
-CASES = [pytest.param(cls, mode, id=f'{cls.__name__}-{mode}')
+# the fast subset (-m 'not slow') attacks each class's first mode; the full suite every mode
+CASES = [pytest.param(cls, mode, id=f'{cls.__name__}-{mode}',
+                      marks=() if mode == next(iter(spec['modes'])) else pytest.mark.slow)
          for cls, spec in SYNTHESIZERS.items() for mode in spec['modes']]
+# ... and with the first two neighbours of the attack table; the full suite with all of them
+NEIGHBOURS = [pytest.param(name, marks=() if i < 2 else pytest.mark.slow)
+              for i, name in enumerate(attack.NEIGHBOURS)]
 
 
 def build(cls, mode, **kwargs):
@@ -175,7 +180,7 @@ def test_every_synthesizer_class_is_listed_in_the_suite():
 
 # ------------------------------------------------------------- neighbouring-table graph diff
 @pytest.mark.parametrize('cls,mode', CASES)
-@pytest.mark.parametrize('name', list(attack.NEIGHBOURS))
+@pytest.mark.parametrize('name', NEIGHBOURS)
 def test_neighbouring_tables_give_the_same_fitted_object(cls, mode, name):
     base_graph, base_releases = base_fit(cls, mode)
     synth = build(cls, mode)

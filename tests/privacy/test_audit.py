@@ -225,6 +225,7 @@ def test_synthesizer_report_shows_the_audit_next_to_the_ledger(adult):
     assert page.index('id="privacy-ledger"') < page.index('id="privacy-audit"')
 
 
+@pytest.mark.slow
 def test_cli_audit_on_a_declared_public_table_with_black_box_fits(tmp_path):
     import json
 

@@ -123,7 +123,9 @@ def assert_same_as_in_memory(cls, mode, synth, releases, what, table=attack.tabl
 # saved object depends neither on the row that differs nor on how the rows are partitioned.
 
 # ------------------------------------------------------------------------------------ Dask
-@pytest.mark.parametrize('name', list(attack.NEIGHBOURS))
+@pytest.mark.parametrize('name', [  # the first neighbour in the fast subset, all in the full suite
+    pytest.param(name, marks=() if i == 0 else pytest.mark.slow)
+    for i, name in enumerate(attack.NEIGHBOURS)])
 def test_dask_fit_of_a_neighbour_saves_what_an_in_memory_fit_saves(name):
     on = changed_column(name)
     synth = build(DPHPSynthesizer, 'default')
@@ -131,6 +133,7 @@ def test_dask_fit_of_a_neighbour_saves_what_an_in_memory_fit_saves(name):
     assert_same_as_in_memory(DPHPSynthesizer, 'default', synth, releases, f'Dask on {on!r}, {name}')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('cls,mode,name', [
     (DPMERFSynthesizer, 'single', None), (DPMERFSynthesizer, 'single', 'rare category'),
     # the DP vote on integer-ness: a pass of its own over the partitions before the embedding
@@ -151,6 +154,7 @@ def test_the_partitions_do_depend_on_the_row():
 
 
 # --------------------------------------------------------------------------------- Parquet
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['rare category', 'None in a bool column',
                                   'unique strings everywhere'])
 def test_parquet_directory_fit_of_a_neighbour_saves_what_an_in_memory_fit_saves(name, tmp_path):

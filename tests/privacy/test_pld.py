@@ -135,6 +135,7 @@ def test_without_replacement_reports_dp_accounting_rdp_and_no_pld():
     assert 1 - 1e-3 <= report.epsilon_spent <= 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('q', [0.01, 1 / 30, 0.1])
 @pytest.mark.parametrize('steps', [50, 2000])
 @pytest.mark.parametrize('plain', [None, 4.0])
@@ -149,6 +150,7 @@ def test_poisson_calibration_hits_the_target_and_never_exceeds_it(q, steps, plai
         assert min(less.values()) > epsilon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('epsilon, q, steps', [(0.3, 0.05, 200), (10.0, 0.01, 1000),
                                                (50.0, 0.1, 20), (1.0, 2 / 3, 50),
                                                (1.0, 0.02, 300)])

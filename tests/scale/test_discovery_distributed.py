@@ -139,6 +139,7 @@ def _no_rare_value(synth):
     assert RARE not in set(synth.sample(200)['t']['city'])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('cls', [DPHPSynthesizer, DPMERFSynthesizer], ids=lambda c: c.__name__)
 def test_parquet_and_dask_discover_and_release_what_pandas_does(cls, table, tmp_path, released):
     reference = _fit(_synth(cls), table)

@@ -82,6 +82,7 @@ def _assert_same_fit(reference, other, ref_releases, releases):
                                reference.get_loss_values()[numeric].to_numpy(float), rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('cls', list(SETTINGS), ids=lambda c: c.__name__)
 def test_parquet_and_dask_release_what_pandas_releases(cls, tmp_path, released):
     table = make_table(500)

@@ -287,6 +287,7 @@ def test_issue21_item7_known_categories_for_a_numeric_column_is_an_error():
     assert "'scale': 'discrete'" in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('cls', list(SYNTHESIZERS), ids=lambda c: c.__name__)
 def test_issue21_item9_out_of_domain_values_are_never_sampled(cls):
     """Item 9: the warning said '(sampled as missing)'; values outside the public categories go

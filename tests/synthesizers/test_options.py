@@ -95,7 +95,8 @@ def test_a_wrong_option_object_is_a_clear_error():
 
 
 def test_the_cli_param_parser_takes_bare_and_qualified_names_and_refuses_the_noise_seed():
-    from sdv_dpkme.cli import UsageError, _parameters
+    from sdv_dpkme.cli import UsageError
+    from sdv_dpkme.cli.params import _parameters
 
     params = _parameters(['steps=5', 'training.batch_size=64', 'selected_pairs=0',
                           'generator_dims=[32]', 'category_links=auto'], DPHPSynthesizer)

@@ -70,6 +70,7 @@ def test_samples_are_public_rows_and_a_private_canary_never_appears(tmp_path):
         str(tmp_path / 's.pkl')).sample(50)['t'])
 
 
+@pytest.mark.slow
 def test_weights_correct_a_biased_public_sample():
     """A weighted estimate from the public rows lands nearer the private share of 'yes' than
     the public rows' own share (epsilon = 10: the noise is small against the bias)."""

@@ -73,6 +73,7 @@ def test_a_target_class_the_model_never_learnt_is_a_clear_error_issue21_item8(km
         synth.sample_from_conditions([Condition({'label': 'yes'}, num_rows=5)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('condition,match', [
     ({'city': 'Paris'}, r"city = 'Paris': it is outside its public categories"),
     ({'age': 500}, r'age = 500: it is outside its public bounds \[18, 90\]'),
@@ -101,6 +102,7 @@ def _zip_table(n=400, k=600):
     return table, {'city': [f'{i:05d}' for i in range(k)], 'label': ['no', 'yes']}
 
 
+@pytest.mark.slow
 def test_a_wide_categorical_column_is_left_out_of_the_pairs_issue21_item4(kme_cls):
     table, categories = _zip_table()
     synth = build(kme_cls, known_categories=categories, target_column='label')
@@ -112,6 +114,7 @@ def test_a_wide_categorical_column_is_left_out_of_the_pairs_issue21_item4(kme_cl
     assert set(rows['city']) <= set(categories['city'])
 
 
+@pytest.mark.slow
 def test_a_large_encoded_table_is_announced_and_a_too_large_one_refused_issue21_item4(
         kme_cls, monkeypatch):
     table, categories = _zip_table()
@@ -140,6 +143,7 @@ def test_a_synthesizer_saved_after_sampling_loads_reproducibly_issue21(cls, tmp_
     pd.testing.assert_frame_equal(first, second)
 
 
+@pytest.mark.slow
 def test_conditional_sampling_keeps_sdvs_signatures_and_output_folder_issue21(cls, tmp_path):
     synth = build(cls, target_column='label')
     synth.fit({'t': make_table()})

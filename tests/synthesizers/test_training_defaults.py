@@ -136,6 +136,7 @@ def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_d
     assert build(DPMERFSynthesizer).kernel.selected_pairs == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('cls', [DPHPSynthesizer, DPMERFSynthesizer])
 @pytest.mark.parametrize('attribute,value', [
     ('selected_pairs', 'all'), ('selected_pairs', -1), ('selected_pairs', 2.5),
