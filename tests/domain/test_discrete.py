@@ -60,7 +60,7 @@ def test_missing_values_need_a_nullable_declaration():
     data = pd.DataFrame({'x': [1.0, np.nan, 3.0]})
     strict = DPDiscreteTransformer(1, 5)
     strict.fit(data, 'x')
-    with pytest.raises(ValueError, match="nullable_columns=\\[..., 'x'\\]"):
+    with pytest.raises(ValueError, match="domain={'nullable_columns': \\[..., 'x'\\]}"):
         strict.transform(data)
     nullable = DPDiscreteTransformer(1, 5, nullable=True)
     nullable.fit(data, 'x')
