@@ -71,7 +71,11 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             self._category_links(blocks), training.max_link_parents,
                             training.link_signal_ratio, int(training.calibration_parents),
                             tuple(name for name, d in self._domains.items() if is_discrete(d)),
-                            generated_rows(n))
+                            self._calibration_rows(n))
+
+    def _calibration_rows(self, n):
+        rows = self.training.calibration_rows
+        return generated_rows(n) if rows == 'auto' else int(rows)
 
     def _category_links(self, blocks):
         """The categorical columns whose heads may be linked: those at most ``max_link_width``

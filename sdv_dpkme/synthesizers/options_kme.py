@@ -120,6 +120,9 @@ class _KMETraining:
         calibration_parents: > 0: after training, each categorical head's probabilities take
             offsets by its own categories and those drawn in up to this many earlier heads,
             fitted to the released pair tables beyond their noise. 0: off.
+        calibration_rows: generated rows per calibration round (a Monte Carlo size: more rows,
+            less sampling noise in the fitted offsets, more time). 'auto': the public n of
+            private rows, clipped to [30,000, 50,000].
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
     """
@@ -141,6 +144,7 @@ class _KMETraining:
     link_signal_ratio: float = MIN_SIGNAL_RATIO
     reweight_generated_rows: int = None
     calibration_parents: int = 0
+    calibration_rows: object = 'auto'
     max_auto_steps: int = 500
     auto_steps_columns: int = None
 
@@ -186,6 +190,9 @@ class _KMETraining:
         check(_integer(self.calibration_parents, 0),
               'calibration_parents must be 0 (off) or an integer >= 1, got '
               f'{self.calibration_parents!r}.')
+        rows = self.calibration_rows
+        check(rows == 'auto' or _integer(rows, 100),
+              f"calibration_rows must be 'auto' or an integer >= 100, got {rows!r}.")
         check(_integer(self.max_auto_steps, 1),
               f'max_auto_steps must be an integer >= 1, got {self.max_auto_steps!r}.')
         check(self.auto_steps_columns is None or _integer(self.auto_steps_columns, 1),

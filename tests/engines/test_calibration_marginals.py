@@ -171,13 +171,33 @@ def test_discrete_numbers_are_the_ordered_heads(monkeypatch, integer):
         return []
 
     monkeypatch.setattr(kme_training, 'calibrate', spy)
-    synth = build(DPHPSynthesizer, domain={'columns': {'age': {'integer': integer}}})
+    synth = build(DPHPSynthesizer, domain={'columns': {'age': {'integer': integer}}},
+                  calibration_rows='auto')
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
     # age in [18, 90], integer: one-hot over its 73 values, so its categories are ordered
     assert seen['ordered'] == (('age',) if integer else ())
     assert seen['rows'] == 30000  # 240 rows: the fewest generated rows per round
+
+
+def test_calibration_rows_set_in_training_reach_every_calibration_round(monkeypatch):
+    seen = {}
+
+    def spy(name):
+        def record(*args, **kwargs):
+            seen[name] = kwargs.get('rows', args[4] if len(args) > 4 else None)
+            return []
+        return record
+
+    monkeypatch.setattr(kme_training, 'calibrate', spy('pairs'))
+    monkeypatch.setattr(kme_training, 'calibrate_values', spy('values'))
+    synth = build(DPHPSynthesizer, calibration_rows=700)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table()})
+    assert seen == {'pairs': 700, 'values': 700}
+    assert synth.get_parameters()['training'].calibration_rows == 700
 
 
 def test_generated_rows_follow_the_table_within_bounds():
