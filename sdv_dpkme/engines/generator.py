@@ -314,20 +314,25 @@ class Objective:
     phase: int = 0
     noise_std: torch.Tensor = None  # (C,) std of the release noise in each class's target
 
-    def noise_floor(self, classes):
-        """E ||noise||^2 summed over ``classes``: what the loss keeps when the generator matches
-        the true embedding exactly (public: from sigma, n and the released class weights)."""
+    def noise_floor(self, classes, class_weights=None):
+        """E ||noise||^2 summed over ``classes`` (each class's term times ``class_weights``, as
+        in the loss): what the loss keeps when the generator matches the true embedding exactly
+        (public: from sigma, n and the released class weights)."""
         if self.noise_std is None:
             return None
-        return float(self.feature_map.dim * (self.noise_std[classes] ** 2).sum())
+        energy = self.noise_std[classes].double() ** 2
+        if class_weights is not None:
+            energy = energy * torch.as_tensor(class_weights, dtype=torch.float64).cpu()
+        return float(self.feature_map.dim * energy.sum())
 
     def active(self, step):
         return (step >= self.first_step and (self.last_step is None or step < self.last_step)
                 and step % self.period == self.phase)
 
 
-def mmd_to_target(target, sums, sq_norms, counts, unbiased=True):
-    """sum_c of an estimate of ||target_c - E phi(G(z, c))||^2 from a batch.
+def mmd_to_target(target, sums, sq_norms, counts, unbiased=True, class_weights=None):
+    """sum_c of an estimate of ||target_c - E phi(G(z, c))||^2 from a batch, each class's term
+    times ``class_weights[c]`` when given.
 
     The plain plug-in ||target_c - mean_c||^2 overestimates by tr Cov(phi) / n_c, a penalty on
     the spread of the generated rows that pushes the generator to collapse (at batch sizes in the
@@ -336,11 +341,15 @@ def mmd_to_target(target, sums, sq_norms, counts, unbiased=True):
     """
     means = sums / counts
     if not unbiased:
-        return ((target - means) ** 2).sum()
-    n = counts[:, 0]
-    pairs = ((sums * sums).sum(1) - sq_norms) / (n * (n - 1)).clamp(min=1)
-    pairs = torch.where(n > 1, pairs, (means * means).sum(1))
-    return ((target * target).sum(1) - 2 * (target * means).sum(1) + pairs).sum()
+        per_class = ((target - means) ** 2).sum(1)
+    else:
+        n = counts[:, 0]
+        pairs = ((sums * sums).sum(1) - sq_norms) / (n * (n - 1)).clamp(min=1)
+        pairs = torch.where(n > 1, pairs, (means * means).sum(1))
+        per_class = (target * target).sum(1) - 2 * (target * means).sum(1) + pairs
+    if class_weights is not None:
+        per_class = per_class * class_weights
+    return per_class.sum()
 
 
 #: learning-rate schedules of ``train_generator``
@@ -359,12 +368,20 @@ def _lr_factor(schedule, steps):
 
 
 def train_generator(generator, objectives, classes, steps, batch_size, learning_rate, device,
-                    torch_generator, verbose=True, unbiased=True, schedule='constant'):
-    """Adam on sum_k w_k sum_c ||target_k[c] - E phi_k(G(z, c))||^2, estimated per batch
+                    torch_generator, verbose=True, unbiased=True, schedule='constant',
+                    class_weights=None):
+    """Adam on sum_k w_k sum_c p_c^2 ||target_k[c] - E phi_k(G(z, c))||^2, estimated per batch
     (``mmd_to_target``; ``unbiased=False``: the plug-in estimate of the original papers), with the
     learning rate held (``schedule='constant'``) or decayed to 0 on a cosine (``'cosine'``).
 
     Each batch is balanced over ``classes`` (the classes with positive released weight).
+    ``class_weights``: the released proportions p_c of ``classes`` (None: all equal). The loss is
+    then the distance between JOINT embeddings sum_c p_c phi(x) y_c^T, the space of the release
+    itself, where every class has the same noise. The class-conditional target of a class with
+    proportion p_c carries noise of std sigma / p_c: unweighted, a class of a few rows (which
+    the proportion noise can give a weight of 1e-3) has a target that is mostly noise, whose
+    loss is orders of magnitude larger than the others' and drives the layers every class
+    shares (issue 42: FARS' 8 classes, RACE 'White' 0.6 % instead of 19 %).
     Returns the loss history as a DataFrame. The loss is an unbiased estimate of the distance to
     the noisy target, so it levels off near the noise energy; for single releases the history
     also has each term's loss minus that public noise floor ('... above noise floor'), an
@@ -380,7 +397,13 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     y_loss = y[:, classes.to(device)]  # only the sampled classes: the maps cost grows with C
     counts = y_loss.sum(0).clamp(min=1)[:, None]
     fixed = [None if callable(o.target) else o.target.float().to(device) for o in objectives]
-    floors = [o.noise_floor(classes) for o in objectives]
+    weights = None
+    if class_weights is not None:
+        weights = torch.as_tensor(class_weights, dtype=torch.float64)
+        weights = (weights / weights.sum()) ** 2
+    floors = [o.noise_floor(classes, weights) for o in objectives]
+    if weights is not None:
+        weights = weights.float().to(device)
     history = []
     started = time.perf_counter()
     bar = tqdm(range(steps), desc='Training generator', disable=not verbose)
@@ -406,7 +429,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
             else:
                 sums, sq_norms = fmap.class_moments(x, y_loss)
             moments[id(fmap), id(x)] = sums
-            loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased)
+            loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased, weights)
             total = total + objective.weight * loss
             key = objective.name + ' loss'
             record[key] = record.get(key, 0.0) + float(loss.detach())

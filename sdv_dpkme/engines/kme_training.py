@@ -55,9 +55,11 @@ def trained_generator(blocks, columns, target, weights, objectives, training, rn
             numeric_noise=training.numeric_noise, category_smoothing=training.category_smoothing,
             category_links=links,
         )
+    classes = np.flatnonzero(weights > 0)
     history = train_generator(
-        generator, objectives, np.flatnonzero(weights > 0), training.steps, training.batch_size,
+        generator, objectives, classes, training.steps, training.batch_size,
         training.learning_rate, training.device, rng, verbose=verbose, schedule=training.schedule,
+        class_weights=weights[classes],
     )
     collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
     history.attrs['pair_cell_noise'] = noise
