@@ -93,6 +93,15 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             return 0.01 if self.target_column is not None else 0.0
         return float(smoothing)
 
+    def _max_noise_ratio(self):
+        """The plan's threshold (``kernel.plan='auto'``), None for the fixed plan."""
+        return None if self.kernel.plan == 'fixed' else float(self.kernel.max_noise_ratio)
+
+    def _fit_rows(self, rows, blocks, target, columns):
+        super()._fit_rows(rows, blocks, target, columns)
+        # the plan's decisions, from public facts only, next to the releases they led to
+        self._privacy_report.plan = [e.to_dict() for e in self._model.release_plan]
+
     def _fits_in_one_pass(self):
         return True  # every release is a sum over the rows (see engines.accumulate)
 
@@ -109,7 +118,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                                           kernel.selected_pairs_spanning,
                                           kernel.selected_pairs_score)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
-                        self._training(len(x), blocks), rng, self.verbose, selection)
+                        self._training(len(x), blocks), rng, self.verbose, selection,
+                        self._max_noise_ratio())
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
         return model, self._report_notes(terms)
