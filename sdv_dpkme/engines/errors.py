@@ -11,5 +11,5 @@ class CollapsedGeneratorWarning(UserWarning):
 
 
 class NoiseDominatedWarning(UserWarning):
-    """Before any spend: at this n and epsilon even the least noisy planned release expects more
-    noise than its signal can hold; the fitted model will follow the data only roughly."""
+    """Before any spend: at this n and epsilon the method's own release expects noise of a larger
+    norm than its signal can have; the fitted model will follow the data only roughly."""

@@ -14,8 +14,8 @@ the layout and the kernel options.
 term whose ratio noise / signal bound is the largest above ``max_ratio``, gives its share to
 the terms that remain (the plan is renormalised, so the total spend is unchanged), and repeats
 until every optional term is below ``max_ratio``. The method's own kernel (the first term) and
-the class proportions are never dropped. ``weak_signal`` then says whether even the least
-noisy kept term is noise above its signal bound: the fit warns before spending.
+the class proportions are never dropped. ``weak_signal`` then says whether that kernel, with
+the budget it got, still expects noise above its signal bound: the fit warns before spending.
 """
 
 import math
@@ -182,12 +182,13 @@ def _entries(planned, kept, numbers, gone, max_ratio, core, sigmas):
 
 
 def weak_signal(entries):
-    """The kept entry with the least noise per signal bound when even that one is above 1 (its
-    noise can outweigh all its signal), else None. Class proportions are left aside."""
-    kept = [e for e in entries if e.decision != 'dropped' and e.group != 'class_proportions'
-            and math.isfinite(e.ratio)]
-    best = min(kept, key=lambda e: e.ratio, default=None)
-    return best if best is not None and best.ratio > 1 else None
+    """The method's own kernel (the plan's first entry) when its expected noise norm is above
+    its signal bound (its noise can outweigh all its signal), else None. Where that release is
+    not judged here (subsampled per step), the least noisy kept release stands in."""
+    own = entries[0] if entries and math.isfinite(entries[0].ratio) else min(
+        (e for e in entries if e.decision != 'dropped' and e.group != 'class_proportions'
+         and math.isfinite(e.ratio)), key=lambda e: e.ratio, default=None)
+    return own if own is not None and own.ratio > 1 else None
 
 
 def warn_if_weak(entries, n, epsilon):
@@ -198,9 +199,8 @@ def warn_if_weak(entries, n, epsilon):
         return
     dropped = [e.group for e in entries if e.decision == 'dropped']
     warnings.warn(
-        f'At n={n} rows and epsilon={epsilon:g}, even the least noisy release of the plan '
-        f"('{best.group}') expects noise of norm {best.ratio:.2g} times the largest norm its "
-        'signal can have' + (f' (the plan already left out {dropped})' if dropped else '')
+        f"At n={n} rows and epsilon={epsilon:g}, the plan's main release '{best.group}' "
+        f'expects noise of norm {best.ratio:.2g} times the largest norm its signal can have' + (f' (the plan already left out {dropped})' if dropped else '')
         + '. Expect synthetic rows that follow the data only roughly: blurred column shapes, '
         'little of how columns move together, class shares off. More rows, a larger epsilon, '
         'or fewer or narrower columns (fewer categories, a coarser public grouping) would '
