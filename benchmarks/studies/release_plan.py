@@ -9,9 +9,14 @@ seed and the privacy noise (``fixed_noise``, test-only: such fits are not privat
 both arms. Fit time is wall time on whatever the machine is running besides.
 
     python -m benchmarks.run release_plan --seeds 3        # writes results/release_plan.md/.csv
+    python -m benchmarks.run release_plan --plans          # the plan only (no fit): Adult, Census
+
+``--plans`` lists the default plan's decisions for Adult and Census sizes at epsilon 0.3, 1, 3
+from public facts only (the layout of the bundled domains, n, epsilon): no model is fitted.
 """
 
 import argparse
+import contextlib
 import sys
 import time
 import warnings
@@ -75,6 +80,88 @@ def run_one(table, arm, seed, spec):
     return row
 
 
+class _Layout(Exception):
+    """Ends a probe fit once the public layout is known (nothing is released before it)."""
+
+
+def plan_rows(table, cls, metadata, declared, rows, sizes, epsilons=(0.3, 1.0, 3.0)):
+    """The default plan's decisions for each (n, epsilon), from the public layout only: a
+    probe fit on a few rows stops at the engine, before any release."""
+    import torch
+
+    from sdv_dpkme.engines.noise_plan import choose_releases
+    from sdv_dpkme.privacy import PrivacyAccountant
+
+    layout = {}
+
+    class Probe(cls):
+        __module__ = cls.__module__  # built as the package's own class (harness.make)
+
+        def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+            layout.update(blocks=blocks, target=target)
+            raise _Layout
+
+    synth = harness.make(Probe, metadata, 1.0, verbose=False, random_state=0, **declared)
+    with warnings.catch_warnings(), contextlib.suppress(_Layout):
+        warnings.simplefilter('ignore')
+        synth.fit({list(metadata.tables)[0]: rows})
+    blocks, target = layout['blocks'], layout['target']
+    out = []
+    for n in sizes:
+        terms, selection = synth._planned_terms(blocks, n, torch.Generator().manual_seed(0))
+        for epsilon in epsilons:
+            *_, entries = choose_releases(
+                terms, synth._shares(), target is not None, n,
+                1 if target is None else target.width, PrivacyAccountant(epsilon, 1e-5).calibrate,
+                synth._max_noise_ratio(), selection, synth._steps(n, blocks))
+            out.append({'table': table, 'n': n, 'epsilon': epsilon, **{
+                e.group: f'{e.decision} {e.releases}/{e.planned} ({e.ratio:.2g})'
+                for e in entries}})
+    return out
+
+
+def census_layout_rows(n=300, seed=0):
+    """Rows drawn uniformly from the public Census domain: only the layout is read from them."""
+    import numpy as np
+
+    from sdv_dpkme.datasets import load_census_domain, load_census_metadata
+
+    domain, metadata = load_census_domain(), load_census_metadata()
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for name in metadata.to_dict()['tables']['census']['columns']:
+        if name in domain['known_categories']:
+            columns[name] = rng.choice(domain['known_categories'][name], n)
+        else:
+            low, high = domain['known_min_max_values'][name]
+            columns[name] = rng.integers(low, high + 1, n)
+    return pd.DataFrame(columns), metadata, domain
+
+
+def plans():
+    from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+    from sdv_dpkme.datasets import load_adult_sample
+
+    data, metadata, domain = load_adult_sample()
+    census, census_md, census_domain = census_layout_rows()
+    rows = []
+    for cls in (DPHPSynthesizer, DPMERFSynthesizer):
+        rows += plan_rows(f'Adult {cls.__name__}', cls, metadata,
+                          dict(domain=domain, target_column='income'), data,
+                          (215, 2372, 3000, 30162, 39073, 48842))
+        rows += plan_rows(f'Census {cls.__name__}', cls, census_md,
+                          dict(domain=census_domain, target_column='income'), census,
+                          (215, 3000, 199523))
+    return pd.DataFrame(rows).fillna('')
+
+
+def markdown(frame):
+    head = '| ' + ' | '.join(frame.columns) + ' |'
+    rule = '|' + '---|' * len(frame.columns)
+    return '\n'.join([head, rule, *('| ' + ' | '.join(str(v) for v in row) + ' |'
+                                     for row in frame.itertuples(index=False))])
+
+
 def write(frame, path):
     lines = [
         '# Noise-aware release plan on 215-row tables (issue 42 items 2, 6)', '',
@@ -112,7 +199,14 @@ def main(argv=None):
     parser.add_argument('--seeds', type=int, default=3)
     parser.add_argument('--tables', nargs='*', default=['student_placements', 'adult_215'])
     parser.add_argument('--out', default=str(harness.RESULTS / 'release_plan'))
+    parser.add_argument('--plans', action='store_true',
+                        help='only list the plans for Adult and Census sizes (no fit)')
     args = parser.parse_args(argv)
+    if args.plans:
+        frame = plans()
+        frame.to_csv(args.out + '_plans.csv', index=False)
+        print(markdown(frame))
+        return 0
     specs = tables()
     rows = []
     for table in args.tables:

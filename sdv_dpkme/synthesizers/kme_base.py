@@ -105,11 +105,10 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     def _fits_in_one_pass(self):
         return True  # every release is a sum over the rows (see engines.accumulate)
 
-    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
-        self._check_parameters()  # kernel and training may have been replaced
-        rng = self._torch_generator()
-        terms = (self._kernel_terms(blocks, rng, self._steps(len(x), blocks))
-                 + self._shared_terms(blocks))
+    def _planned_terms(self, blocks, n, rng):
+        """(terms, pair selection) the options ask for, before the release plan: public
+        layout and n only."""
+        terms = self._kernel_terms(blocks, rng, self._steps(n, blocks)) + self._shared_terms(blocks)
         selection = None
         kernel = self.kernel
         if kernel.selected_pairs:
@@ -117,6 +116,12 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             selection = kme.PairSelection(count, float(self.training.selected_pair_weight),
                                           kernel.selected_pairs_spanning,
                                           kernel.selected_pairs_score)
+        return terms, selection
+
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        self._check_parameters()  # kernel and training may have been replaced
+        rng = self._torch_generator()
+        terms, selection = self._planned_terms(blocks, len(x), rng)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
                         self._training(len(x), blocks), rng, self.verbose, selection,
                         self._max_noise_ratio())
