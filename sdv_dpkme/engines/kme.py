@@ -40,6 +40,7 @@ from sdv_dpkme.engines.kme_pairs import (
 from sdv_dpkme.engines.kme_plan import (
     KernelTerm,
     one_pass,
+    plan_releases,
     release_class_weights,
     release_terms,
 )
@@ -56,7 +57,7 @@ from sdv_dpkme.privacy.recorder import releases_done
 
 # the engine's API (the synthesizers and image generators use these names from here)
 __all__ = ['KMEModel', 'KernelTerm', 'LINK_NOISE_LIMIT', 'MIN_SIGNAL_RATIO', 'PairSelection',
-           'Training', 'fit', 'fit_minibatch', 'train']
+           'Training', 'fit', 'fit_minibatch', 'plan_releases', 'train']
 
 
 def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose,
