@@ -141,10 +141,10 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
             gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4]))
         gone[group] = ('dropped', numbers[group], ratio)
     return kept, selected_dim is not None, plan, sigmas, _entries(
-        planned, kept, numbers, gone, max_ratio, core, sigmas)
+        planned, kept, numbers, gone, max_ratio, core)
 
 
-def _entries(planned, kept, numbers, gone, max_ratio, core, sigmas):
+def _entries(planned, kept, numbers, gone, max_ratio, core):
     counts = {}
     for term in kept:
         counts[term.group] = counts.get(term.group, 0) + 1
@@ -198,12 +198,13 @@ def warn_if_weak(entries, n, epsilon):
     if best is None:
         return
     dropped = [e.group for e in entries if e.decision == 'dropped']
+    left_out = f' (the plan already left out {dropped})' if dropped else ''
     warnings.warn(
         f"At n={n} rows and epsilon={epsilon:g}, the plan's main release '{best.group}' "
-        f'expects noise of norm {best.ratio:.2g} times the largest norm its signal can have' + (f' (the plan already left out {dropped})' if dropped else '')
-        + '. Expect synthetic rows that follow the data only roughly: blurred column shapes, '
-        'little of how columns move together, class shares off. More rows, a larger epsilon, '
-        'or fewer or narrower columns (fewer categories, a coarser public grouping) would '
-        'help. Nothing has been spent yet.',
+        f'expects noise of norm {best.ratio:.2g} times the largest norm its signal can have'
+        f'{left_out}. Expect synthetic rows that follow the data only roughly: blurred column '
+        'shapes, little of how columns move together, class shares off. More rows, a larger '
+        'epsilon, or fewer or narrower columns (fewer categories, a coarser public grouping) '
+        'would help. Nothing has been spent yet.',
         NoiseDominatedWarning, stacklevel=4,
     )

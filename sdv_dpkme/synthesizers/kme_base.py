@@ -108,7 +108,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     def _planned_terms(self, blocks, n, rng):
         """(terms, pair selection) the options ask for, before the release plan: public
         layout and n only."""
-        terms = self._kernel_terms(blocks, rng, self._steps(n, blocks)) + self._shared_terms(blocks)
+        terms = (self._kernel_terms(blocks, rng, self._steps(n, blocks))
+                 + self._shared_terms(blocks))
         selection = None
         kernel = self.kernel
         if kernel.selected_pairs:

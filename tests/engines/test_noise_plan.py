@@ -167,3 +167,18 @@ def test_plan_releases_is_what_the_fixed_plan_calibrates():
     terms = _terms()
     fixed = kme_plan.plan_releases(terms, SHARES, True, ['selected_pairs'])
     assert _plan(50, max_ratio=None)[3] == fixed
+
+
+def test_minibatch_mode_judges_its_single_releases_only():
+    synth = build(DPMERFSynthesizer, target_column='label', plan='auto', releases='minibatch',
+                  minibatch_size=32)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': make_table(120)})
+    report = synth.get_privacy_report()
+    plan = {p['group']: p for p in report.plan}
+    assert 'per training step' in plan['embedding']['reason']
+    assert plan['pairs']['decision'] == 'dropped'  # 120 rows: its noise is far above its signal
+    released = {r.name for r in report.releases}
+    assert 'pairs' not in released and 'embedding_minibatch' in released
+    assert report.epsilon_calibrated == pytest.approx(1.0, rel=1e-3)
