@@ -54,7 +54,7 @@ def run_one(table, arm, seed, spec):
     train, test, metadata, name, declared = spec
     synth = harness.make(DPHPSynthesizer, metadata, 1.0, random_state=seed, verbose=False,
                          plan=arm, **declared)
-    row = {'table': table, 'plan': arm, 'seed': seed}
+    row = {'table': table, 'plan': arm, 'seed': seed, 'commit': harness.git_commit()}
     with warnings.catch_warnings(record=True) as caught, harness.fixed_noise(seed):
         warnings.simplefilter('always')
         start = time.perf_counter()
@@ -163,9 +163,10 @@ def markdown(frame):
 
 
 def write(frame, path):
+    commit = frame['commit'].iloc[0] if 'commit' in frame else harness.git_commit()
     lines = [
         '# Noise-aware release plan on 215-row tables (issue 42 items 2, 6)', '',
-        f'`python -m benchmarks.run release_plan` (commit {harness.git_commit()}). DP-HP '
+        f'`python -m benchmarks.run release_plan` (fits at commit {commit}). DP-HP '
         'defaults, epsilon = 1, `plan=\'fixed\'` (the former plan) against `plan=\'auto\'` (the '
         'default), paired: each seed fixes the model seed and the privacy noise (test-only '
         '`fixed_noise`). student_placements: quality against its 215 real rows; adult_215: 215 '
@@ -191,6 +192,13 @@ def write(frame, path):
             lines.append(f"| {table} | {seed} | {f['quality']:.3f} | {a['quality']:.3f} | "
                          f"{a['quality'] - f['quality']:+.3f} | {f['fit_s']:.1f} | "
                          f"{a['fit_s']:.1f} |")
+    plans = Path(str(path).removesuffix('.md') + '_plans.csv')
+    if plans.exists():  # written by --plans: the decisions at Adult and Census sizes, no fit
+        lines += ['', '## The default plan at Adult and Census sizes (`--plans`, no fit)', '',
+                  "Each cell: decision, releases made / planned (expected noise norm / signal "
+                  'bound). Layouts of the bundled domains (Census: its public domain), target '
+                  "'income', delta 1e-5, `max_noise_ratio` 5.", '',
+                  markdown(pd.read_csv(plans).fillna(''))]
     Path(path).write_text('\n'.join(lines) + '\n')
 
 
