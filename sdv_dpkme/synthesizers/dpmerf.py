@@ -60,6 +60,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         model = kme.fit_minibatch(
             x, labels, blocks, target, columns, ledger, term, extra, self._shares(),
             int(self.kernel.minibatch_size), self._training(len(x), blocks), rng, self.verbose,
+            self._max_noise_ratio(),
         )
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
