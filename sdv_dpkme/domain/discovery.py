@@ -16,7 +16,7 @@ Post-processing (costs nothing):
 - categories = the values whose noisy count is >= ``category_threshold`` (partition selection);
 - nullable = the noisy null count is >= ``null_threshold`` (unless nullability was declared);
 - the share of rows each domain cuts = (n - noisy counts kept inside it) / n, n being public;
-- ``check_usable`` refuses a category list of one value (and a target with one class).
+- ``warn_single_category`` warns about a category list of one value (a constant column).
 
 Three steps, so a distributed fit runs the same code (sdv_dpkme.scale): (a) ``DiscoveryCounter``
 counts a chunk of rows; (b) partial ``DiscoveryCounts`` merge by ``+`` (exact integers; the
@@ -57,11 +57,11 @@ from sdv_dpkme.domain.discovery_counts import (
 )
 from sdv_dpkme.domain.discovery_messages import (
     DomainDiscoveryWarning,
-    check_usable,
     hopeless_message,
     show_cut,
     show_value,
     warn_discovered,
+    warn_single_category,
 )
 from sdv_dpkme.domain.hints import DETECTION_HINT, TEMPLATE_HINT, sdtype_hint
 from sdv_dpkme.domain.scales import MAX_DISCRETE_VALUES, fits_discrete
@@ -75,8 +75,9 @@ NAME = 'domain_discovery'
 
 # the discovery API other modules use from here
 __all__ = ['DATETIME_EDGES', 'NAME', 'NUMERIC_EDGES', 'Discovery', 'DiscoveryCounter',
-           'DomainDiscoveryWarning', 'category_threshold', 'check_usable', 'count_vector',
-           'discover', 'numeric_threshold', 'sensitivity', 'warn_discovered']
+           'DomainDiscoveryWarning', 'category_threshold', 'count_vector',
+           'discover', 'numeric_threshold', 'sensitivity', 'warn_discovered',
+           'warn_single_category']
 
 
 # ------------------------------------------------------------------------------ thresholds

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from sdv.errors import SynthesizerInputError
 from sdv.metadata import Metadata
+from sdv.sampling import Condition
 
 from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.domain import DomainDiscoveryWarning, DomainError
@@ -218,24 +219,34 @@ def _flags_table(n=2400, seed=0):
     })
 
 
-def test_issue21_item3_one_class_target_and_one_value_flag_stop_the_fit():
-    """Item 3: discovery cut the target to 1 class and flags to 1 value, and the fit went on
-    with a warning; every synthetic row had the same class."""
+def test_issue42_one_class_target_and_one_value_flag_warn_and_the_fit_finishes():
+    """Issue 42 item 3: discovery cut the target to 1 class and a flag to 1 value after its
+    release. The fit used to stop there (budget spent, no model); now it finishes, the columns
+    are constant in the synthetic rows, and the warning says what to declare."""
     synth = make(Synth, _flags_metadata(), epsilon=1.0, target_column='target',
                  **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
     with fixed_noise(0), warnings.catch_warnings(record=True) as record:
         warnings.simplefilter('always')
-        with pytest.raises(SynthesizerInputError) as err:
-            synth.fit({'t': _flags_table()})
-    message = str(err.value)
-    assert "'target' (the target_column: it needs 2 classes or more)" in message
+        synth.fit({'t': _flags_table()})
+    found = [str(w.message) for w in record if issubclass(w.category, DomainDiscoveryWarning)]
+    (message,) = [m for m in found if 'single category' in m]
+    assert "'target' (the target_column: every synthetic row gets this class" in message
     assert "domain={'known_categories': {'target': ['negative', ...]}}" in message
     assert "domain={'known_categories': {'sick': ['f', ...]}}" in message
+    assert 'The fit goes on with these columns constant' in message
     assert 'hypothyroid' not in message  # never released, never named
-    (warning,) = [w for w in record if issubclass(w.category, DomainDiscoveryWarning)]
-    assert "'TSH': [0, 1e-06]; about" in str(warning.message)  # how much it cuts, said
-    assert "'TSH'" in str(warning.message).split('are estimated to cut')[0].split('\n')[-1]
-    assert not synth._fitted and synth._discovery is None  # an unusable discovery is not kept
+    (warning,) = [m for m in found if 'were discovered under' in m]
+    assert "'TSH': [0, 1e-06]; about" in warning  # how much it cuts, said
+    assert "'TSH'" in warning.split('are estimated to cut')[0].split('\n')[-1]
+    assert synth._fitted and synth._discovery is not None
+    names = set(synth.get_privacy_report().to_frame()['name'])
+    assert {'domain_discovery', 'class_proportions', 'marginals'} <= names  # the model's too
+    rows = synth.sample(200)['t']
+    assert len(rows) == 200 and set(rows['target']) == {'negative'}
+    assert set(rows['sick']) == {'f'}
+    assert rows['age'].notna().all() and rows['age'].nunique() > 1
+    conditioned = synth.sample_from_conditions([Condition({'target': 'negative'}, num_rows=5)])
+    assert list(conditioned['t']['target']) == ['negative'] * 5
     # declaring what the error says fits
     synth = make(Synth, _flags_metadata(), epsilon=1.0, target_column='target',
                  known_categories={'target': ['hypothyroid', 'negative'], 'sick': ['f', 't']},
