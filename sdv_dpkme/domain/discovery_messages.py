@@ -120,3 +120,18 @@ def warn_single_category(discovery, target=None):
             DomainDiscoveryWarning,
             stacklevel=3,
         )
+
+
+def warn_released_nothing(failures, noise_std, budget_share):
+    """Columns where no bin or value cleared its threshold: the release is spent, so they keep
+    only their missing bucket (every synthetic value missing) and the fit goes on."""
+    warnings.warn(
+        'Private domain discovery released nothing usable for these columns (the noise std is '
+        f'{noise_std:.0f} rows with domain_budget_share={budget_share:g}):\n'
+        + '\n'.join(failures)
+        + '\nThe fit goes on without modelling them: all their synthetic values are missing. '
+        'To model them, declare their domains (see docs/domains.md) and fit again, or raise '
+        'epsilon or domain_budget_share. ' + TEMPLATE_HINT + ' ' + DETECTION_HINT,
+        DomainDiscoveryWarning,
+        stacklevel=3,
+    )

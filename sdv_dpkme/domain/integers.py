@@ -46,7 +46,7 @@ MIN_ROWS_PER_STD = 4.0
 
 def needs_vote(domain):
     """A numerical column whose integer-ness no public fact states."""
-    return domain.sdtype == 'numerical' and not domain.integer_declared
+    return domain.sdtype == 'numerical' and domain.is_numeric and not domain.integer_declared
 
 
 def sensitivity(n_columns):

@@ -314,11 +314,23 @@ class DPDiscreteTransformer(DPCategoricalTransformer):
         return values
 
 
+class DPMissingTransformer(DPCategoricalTransformer):
+    """A column about which discovery released nothing (``ColumnDomain.empty``), of any sdtype:
+    its missing bucket and the out-of-domain bucket, so every synthetic value is missing."""
+
+    SUPPORTED_SDTYPES = ['categorical', 'boolean', 'ordinal', 'numerical', 'datetime']
+
+    def __init__(self):
+        super().__init__([], nullable=True, missing='absorb')
+
+
 DP_TRANSFORMERS = (DPNumericalTransformer, DPCategoricalTransformer)
 
 
 def transformer_for(domain):
     """The DP-safe transformer for a ColumnDomain."""
+    if getattr(domain, 'empty', False):
+        return DPMissingTransformer()
     missing = 'absorb' if domain.discovered else 'error'
     if is_discrete(domain):
         return DPDiscreteTransformer(domain.low, domain.high, nullable=domain.nullable,

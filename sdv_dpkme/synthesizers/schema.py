@@ -148,7 +148,11 @@ class PublicSchema:
                      (None, 'linear') else '') + integer(d)
                   for d in self._domains.values() if d.is_numeric]
         inputs += [f"categories of '{d.name}': {len(d.categories)} {origin(d)} + missing + "
-                   'out-of-domain buckets' for d in self._domains.values() if not d.is_numeric]
+                   'out-of-domain buckets' for d in self._domains.values()
+                   if not d.is_numeric and not d.empty]
+        inputs += [f"'{d.name}': nothing released by domain_discovery, so only its missing "
+                   'bucket (and the out-of-domain one) is modelled'
+                   for d in self._domains.values() if d.empty]
         inputs.append('number of rows n (replace-one adjacency)')
         return inputs
 

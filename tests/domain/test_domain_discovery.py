@@ -379,11 +379,20 @@ def test_issue21_item3_too_few_rows_fail_before_spending_and_point_at_the_fix():
     assert 'The table has 215 rows' in message and 'Nothing was spent' in message
     assert "'gender' (categorical): a value needs" in message
     assert 'give it sdtype' not in message.split("'gender'")[1].split('\n')[0]
-    # with more budget the release happens, and the names and phones clear nothing
-    with pytest.raises(DomainError) as spent:
-        discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
-    assert 'budget of this fit is spent' in str(spent.value)
-    for message in (str(err.value), str(spent.value)):
+    # with more budget the release happens, and the names and phones clear nothing: spent, so
+    # (issue 42) they keep only their missing bucket and a warning says what to declare
+    with pytest.warns(DomainDiscoveryWarning) as record:
+        result = discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
+    spent = [str(w.message) for w in record if 'released nothing usable' in str(w.message)]
+    assert len(spent) == 1 and 'all their synthetic values are missing' in spent[0]
+    empty = [c for c, d in result.domains.items() if d.empty]
+    assert {'name', 'phone'} <= set(empty) and set(result.domains) == set(undeclared)
+    for column in empty:
+        dom = result.domains[column]
+        assert dom.nullable and dom.categories == [] and not dom.is_numeric
+        assert transformer_for(dom).buckets == ['__missing__', '__other__']
+        assert 'nothing released' in result.summary[column]
+    for message in (str(err.value), spent[0]):
         assert 'sdv_dpkme.domain.domain_template(metadata)' in message
         assert "give it sdtype 'name'" in message and "give it sdtype 'phone_number'" in message
         assert "'boolean'" in message  # the sdtypes detection gets wrong

@@ -12,7 +12,7 @@ from sdv.errors import SynthesizerInputError
 from sdv.metadata import Metadata
 from sdv.sampling import Condition
 
-from sdv_dpkme import DPHPSynthesizer
+from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer
 from sdv_dpkme.domain import DomainDiscoveryWarning, DomainError
 from sdv_dpkme.privacy._autodp import mechanism_zoo
 from sdv_dpkme.privacy.testing import fixed_noise
@@ -21,6 +21,7 @@ from tests.conftest import (
     BOUNDS,
     CATEGORIES,
     FAST,
+    FAST_BY_CLASS,
     SYNTHESIZERS,
     make_metadata,
     make_table,
@@ -256,6 +257,61 @@ def test_issue42_one_class_target_and_one_value_flag_warn_and_the_fit_finishes()
         (warning,) = _fit(synth, _flags_table())
     assert "'age'" in str(warning.message)
     assert synth._domains['target'].categories == ['hypothyroid', 'negative']
+
+
+def _unreleasable_table(n=3000, seed=0):
+    """Columns whose values are too spread for any bin or value to clear discovery's
+    threshold (names, a number over 18 orders of magnitude, dates over five centuries)."""
+    rng = np.random.default_rng(seed)
+    low, high = pd.Timestamp('1700-01-02').value, pd.Timestamp('2240-01-01').value
+    return pd.DataFrame({
+        'name': [f'Person {i}' for i in rng.integers(0, 10**6, n)],
+        'spread': 10 ** rng.uniform(-6, 12, n) * rng.choice([-1, 1], n),
+        'when': pd.to_datetime(rng.integers(low, high, n)),
+        'label': rng.choice(['a', 'b'], n),
+        'age': rng.uniform(1, 95, n).round(),
+    })
+
+
+def _unreleasable_metadata():
+    return Metadata.load_from_dict({'tables': {'t': {'columns': {
+        'name': {'sdtype': 'categorical'}, 'spread': {'sdtype': 'numerical'},
+        'when': {'sdtype': 'datetime'}, 'label': {'sdtype': 'categorical'},
+        'age': {'sdtype': 'numerical'},
+    }}}})
+
+
+@pytest.mark.parametrize('target', ['label', 'name'])
+def test_issue42_columns_discovery_released_nothing_for_come_out_missing(target):
+    """Issue 42 item 3: nothing cleared discovery's threshold for some columns, after the
+    release. The fit used to stop (budget spent, no model); now those columns keep only their
+    missing bucket, the fit finishes and samples, and the warning says what to declare. Also
+    when that column is the target (DP-KIP needs support rows for some class: the missing one)."""
+    for cls in (Synth, DPKIPSynthesizer):
+        fast = {k: v for k, v in FAST_BY_CLASS[cls.__name__][0].items()
+                if k not in ('nullable_columns', 'target_column')}
+        synth = make(cls, _unreleasable_metadata(), epsilon=1.0, target_column=target,
+                     random_state=0, **fast)
+        with fixed_noise(0), warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter('always')
+            synth.fit({'t': _unreleasable_table()})
+        (message,) = [str(w.message) for w in record if 'released nothing usable' in
+                      str(w.message)]
+        for column in ('name', 'spread', 'when'):
+            assert f"  - '{column}': no " in message
+            assert synth._domains[column].empty
+        assert "give it sdtype 'name'" in message and 'Person' not in message
+        assert 'all their synthetic values are missing' in message
+        rows = synth.sample(40)['t']
+        assert len(rows) == 40
+        assert rows[['name', 'spread', 'when']].isna().all().all()
+        assert rows['spread'].dtype == np.float64 and rows['when'].dtype.kind == 'M'
+        assert rows['age'].notna().all()
+        if target == 'label':
+            assert set(rows['label']) <= {'a', 'b'} and rows['label'].notna().all()
+        inputs = synth.get_privacy_report().public_inputs
+        assert "'spread': nothing released by domain_discovery, so only its missing bucket " \
+            '(and the out-of-domain one) is modelled' in inputs
 
 
 def _detected(table):
