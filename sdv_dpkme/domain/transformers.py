@@ -108,6 +108,11 @@ class PublicDomainTransformer(BaseTransformer):
         """A discovered domain ('absorb'): say nothing about the values it holds or misses."""
         return self.missing == 'absorb'
 
+    def check_values(self, data):
+        """The value checks of ``transform`` on a column (numbers, dates, undeclared missing
+        values), keeping nothing: a fit runs them before its first release."""
+        raise NotImplementedError
+
     def _check_missing(self, null):
         if self.missing not in MISSING_RULES:
             raise ValueError(f'missing must be one of {MISSING_RULES}, got {self.missing!r}')
@@ -148,6 +153,9 @@ class DPNumericalTransformer(PublicDomainTransformer):
 
     def _to_float(self, data):
         return to_numbers(data, self.get_input_column())
+
+    def check_values(self, data):
+        self._check_missing(np.isnan(self._to_float(data)))
 
     def _transform(self, data):
         values = self._to_float(data)
@@ -254,6 +262,9 @@ class DPCategoricalTransformer(PublicDomainTransformer):
         if self.nullable:
             codes[null] = len(self.categories)  # else absorbed: they stay in OTHER
         return codes
+
+    def check_values(self, data):
+        self._codes(data)
 
     def _transform(self, data):
         codes = self._codes(data)
