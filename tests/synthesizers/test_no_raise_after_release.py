@@ -15,11 +15,20 @@ from sdv.cag import FixedIncrements
 from sdv.errors import SynthesizerInputError
 from sdv.metadata import Metadata
 
-from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer, DPReweightingSynthesizer
 from sdv_dpkme.domain import ColumnDomain
 from sdv_dpkme.privacy.testing import fixed_noise
 from sdv_dpkme.synthesizers import base
-from tests.conftest import FAST, FAST_MERF, make
+from tests.conftest import (
+    BOUNDS,
+    CATEGORIES,
+    FAST,
+    FAST_BY_CLASS,
+    FAST_MERF,
+    make,
+    make_metadata,
+    make_table,
+)
 
 FAST_HP = {k: v for k, v in FAST.items() if k != 'nullable_columns'}
 
@@ -108,3 +117,38 @@ def test_discovered_bounds_without_a_multiple_of_the_increment_widen_and_warn():
     declared = {'dose': ColumnDomain(name='dose', sdtype='numerical', low=0.3, high=0.5)}
     with pytest.raises(SynthesizerInputError, match='cannot be met'):
         synth._check_increments(declared)
+
+
+def _reweighting(public, **kwargs):
+    bounds = dict(BOUNDS)
+    categories = {'label': CATEGORIES['label']}  # 'city' is discovered
+    args = dict(epsilon=1.0, known_min_max_values=bounds, known_categories=categories,
+                random_state=0, **FAST_BY_CLASS['DPReweightingSynthesizer'][0])
+    args.update(kwargs)
+    return make(DPReweightingSynthesizer, make_metadata(), public_data=public, **args)
+
+
+def test_public_rows_outside_a_discovered_domain_warn_and_the_fit_finishes():
+    """DP reweighting of public rows: a public value outside a *discovered* domain (known only
+    after its release) used to stop the fit; now the rows are kept as they are, with a warning.
+    Outside a declared domain it is still an error, raised before any release."""
+    public = make_table(60, seed=9)
+    public.loc[0, 'city'] = 'Paris'  # a public row; discovery never releases 'Paris'
+    synth = _reweighting(public)
+    with fixed_noise(0), warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
+        synth.fit({'t': make_table(3000, seed=1)})
+    messages = [str(w.message) for w in record]
+    assert any("public_data has values of ['city'] outside their discovered domains" in m
+               for m in messages)
+    assert 'domain_discovery' in set(synth.get_privacy_report().to_frame()['name'])
+    assert len(synth.sample(20)['t']) == 20
+
+
+def test_public_rows_outside_a_declared_domain_stop_the_fit_before_discovery(ledgers):
+    public = make_table(60, seed=9)
+    public.loc[0, 'age'] = 500
+    synth = _reweighting(public)
+    with fixed_noise(0), pytest.raises(SynthesizerInputError, match="'age' outside"):
+        synth.fit({'t': make_table(3000, seed=1)})
+    assert _nothing_released(ledgers)
