@@ -152,3 +152,31 @@ def test_public_rows_outside_a_declared_domain_stop_the_fit_before_discovery(led
     with fixed_noise(0), pytest.raises(SynthesizerInputError, match="'age' outside"):
         synth.fit({'t': make_table(3000, seed=1)})
     assert _nothing_released(ledgers)
+
+
+def test_non_finite_training_steps_are_skipped_and_the_fit_finishes(monkeypatch):
+    """A training step with a non-finite loss (after every release) used to turn the generator
+    into NaNs, so the fit's post-processing (calibration) or sampling raised. The step is now
+    skipped with a warning and the generator kept finite. Every step failing still says so."""
+    from sdv_dpkme.engines import generator
+
+    original, calls = generator.mmd_to_target, []
+
+    def sometimes_nan(*args, **kwargs):
+        calls.append(1)
+        loss = original(*args, **kwargs)
+        return loss * float('nan') if 10 <= len(calls) < 20 else loss
+
+    monkeypatch.setattr(generator, 'mmd_to_target', sometimes_nan)
+    synth = make(DPHPSynthesizer, make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
+                 known_categories=CATEGORIES, random_state=0, target_column='label',
+                 calibration_parents=2, **FAST)
+    with fixed_noise(0), warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
+        synth.fit({'t': make_table(300)})
+    (message,) = [str(w.message) for w in record if 'non-finite loss' in str(w.message)]
+    assert 'training steps had a non-finite loss or gradient and were skipped' in message
+    skipped = synth.get_loss_values().attrs['skipped_steps']
+    assert 1 <= skipped < FAST['steps']
+    rows = synth.sample(50)['t']
+    assert rows['age'].notna().all() and rows['city'].notna().all()
