@@ -154,6 +154,7 @@ class DPProcessor:
         if not (set(declared) | set(undeclared)) - {self.target_column}:
             raise SynthesizerInputError('There is no modelled column besides the target.')
         self._check_increments(declared)
+        self._check_parameters()  # options may have been replaced since construction
         self._check_method_before_release(n)
         if table_data is None:  # distributed: the workers check the rows in the engine's pass
             return

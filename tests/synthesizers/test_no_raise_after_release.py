@@ -180,3 +180,12 @@ def test_non_finite_training_steps_are_skipped_and_the_fit_finishes(monkeypatch)
     assert 1 <= skipped < FAST['steps']
     rows = synth.sample(50)['t']
     assert rows['age'].notna().all() and rows['city'].notna().all()
+
+
+def test_options_replaced_after_construction_are_refused_before_discovery_spends(ledgers):
+    synth = make(DPHPSynthesizer, _metadata(age='numerical', city='categorical'), epsilon=1.0,
+                 known_min_max_values={'age': (18, 90)}, integer_columns=['age'], **FAST_HP)
+    synth.training = {'steps': 3}  # not a DPHPTraining
+    with fixed_noise(0), pytest.raises(SynthesizerInputError, match='training must be'):
+        synth.fit({'t': _table()[['age', 'city']]})
+    assert _nothing_released(ledgers)
