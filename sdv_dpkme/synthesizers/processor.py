@@ -7,6 +7,7 @@ min/max and rounding, are dropped. A user's transformer is accepted only if it i
 checked against the machine's memory (from n and the domains, both public).
 """
 
+import copy
 import os
 import warnings
 
@@ -164,7 +165,9 @@ class DPProcessor:
             warnings.simplefilter('ignore')  # the transform warns, once
             for column, domain in declared.items():
                 if column in table_data.columns:
-                    transformer = transformer_for(domain)
+                    user = self._user_transformers.get(column)  # the one the fit will use
+                    transformer = (copy.deepcopy(user) if isinstance(user, DP_TRANSFORMERS)
+                                   else transformer_for(domain))
                     transformer.fit(table_data[[column]], column)
                     transformer.check_values(table_data[column])
 

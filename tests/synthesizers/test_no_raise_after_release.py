@@ -189,3 +189,19 @@ def test_options_replaced_after_construction_are_refused_before_discovery_spends
     with fixed_noise(0), pytest.raises(SynthesizerInputError, match='training must be'):
         synth.fit({'t': _table()[['age', 'city']]})
     assert _nothing_released(ledgers)
+
+
+def test_the_early_value_check_reads_a_column_as_the_users_transformer_will():
+    """The check before the release uses the transformer the fit will use: a user's nullable
+    DP transformer accepts the missing values the declared domain alone would refuse."""
+    from sdv_dpkme.domain import DPNumericalTransformer
+
+    table = _table()
+    table.loc[7, 'age'] = np.nan
+    synth = make(DPHPSynthesizer, _metadata(age='numerical', city='categorical'), epsilon=1.0,
+                 known_min_max_values={'age': (18, 90)}, integer_columns=['age'], **FAST_HP)
+    synth.update_transformers({'age': DPNumericalTransformer(18, 90, nullable=True)})
+    with fixed_noise(0), warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        synth.fit({'t': table[['age', 'city']]})
+    assert synth._fitted
