@@ -20,6 +20,7 @@ from sdv_dpkme.domain.decoding import DPHyperTransformer
 from sdv_dpkme.domain.transformers import FIXED_SEED, DPCategoricalTransformer
 from sdv_dpkme.features import Block
 from sdv_dpkme.scale.fit import PrivateRows
+from sdv_dpkme.scale.row_checks import ValueChecks
 from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
     generated_column,
@@ -161,15 +162,26 @@ class DPProcessor:
             return
         if not undeclared and not any(integers.needs_vote(d) for d in declared.values()):
             return  # nothing is released before the processor's own transform checks them
+        checks = self._value_checks(table_data.iloc[:0])
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')  # the transform warns, once
-            for column, domain in declared.items():
-                if column in table_data.columns:
-                    user = self._user_transformers.get(column)  # the one the fit will use
-                    transformer = (copy.deepcopy(user) if isinstance(user, DP_TRANSFORMERS)
-                                   else transformer_for(domain))
-                    transformer.fit(table_data[[column]], column)
-                    transformer.check_values(table_data[column])
+            checks(table_data)
+
+    def _value_checks(self, empty):
+        """The declared columns' value checks (``ValueChecks``), with the transformers the fit
+        will use (a user's DP transformer, else the domain's), fitted on ``empty`` (no rows):
+        run on the rows before the first release, in memory or by a distributed pass's workers."""
+        declared, _ = self._resolve_domains()
+        transformers = {}
+        for column, domain in declared.items():
+            if column not in empty.columns:
+                continue
+            user = self._user_transformers.get(column)
+            transformer = (copy.deepcopy(user) if isinstance(user, DP_TRANSFORMERS)
+                           else transformer_for(domain))
+            transformer.fit(empty[[column]], column)
+            transformers[column] = transformer
+        return ValueChecks(transformers)
 
     def _check_method_before_release(self, n):
         """Hook: a method's checks of its options against n (public), before any release."""
