@@ -205,3 +205,23 @@ def test_the_early_value_check_reads_a_column_as_the_users_transformer_will():
         warnings.simplefilter('ignore')
         synth.fit({'t': table[['age', 'city']]})
     assert synth._fitted
+
+
+def test_dpkip_support_plan_naming_a_class_discovery_did_not_release_warns():
+    """DP-KIP's support_per_class is checked against a declared target before any release;
+    against a discovered one (known only after its release) it warns: the class discovery did
+    not release gets no rows, and the fit finishes."""
+    from sdv_dpkme import DPKIPSynthesizer
+    from tests.synthesizers.test_discovery import _flags_metadata, _flags_table
+
+    fast = {k: v for k, v in FAST_BY_CLASS['DPKIPSynthesizer'][0].items()
+            if k not in ('nullable_columns', 'target_column', 'support_per_class')}
+    synth = make(DPKIPSynthesizer, _flags_metadata(), epsilon=1.0, target_column='target',
+                 support_per_class={'negative': 2, 'hypothyroid': 3}, random_state=0, **fast)
+    with fixed_noise(0), warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
+        synth.fit({'t': _flags_table()})
+    messages = [str(w.message) for w in record]
+    assert any("support_per_class names ['hypothyroid'], which domain discovery did not "
+               'release' in m for m in messages)
+    assert list(synth.get_distilled_data()['target']) == ['negative'] * 2
