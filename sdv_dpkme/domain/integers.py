@@ -127,7 +127,8 @@ def vote(rows, columns, ledger, share=INTEGER_SHARE):
     if exact.n != n_rows:  # nothing is released yet
         raise ValueError(
             f'The integer vote read {exact.n:,} rows, but {n_rows:,} were counted before it: the '
-            'data changed during the fit. Nothing was released; fit again on stable data.'
+            'data changed during the fit. The vote released nothing, but a domain discovery '
+            'before it in this fit is spent; fit again on stable data.'
         )
     counts = exact.votes(columns)
     del exact  # exact votes are never kept

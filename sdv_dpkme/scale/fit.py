@@ -11,8 +11,8 @@ Nothing is fitted on a partition or a head. Where the in-memory fit holds the ro
   2. runs domain discovery, if some modelled column has no declared domain, as a pass of its own
      (``DiscoveryRows``; the encoder depends on the discovered domains, so it comes first): the
      workers check their rows first (``TableChecks`` and the declared columns' ``ValueChecks``,
-     so bad rows stop the fit before this release), then count them over the public grids and values (``DiscoveryCounter``), the
-     engine's reduce adds the partial counts, and the driver adds the noise once (``discover``,
+     so bad rows stop the fit before this release), then count them over the public grids and
+     values (``DiscoveryCounter``), the engine's reduce adds the partial counts, and the driver adds the noise once (``discover``,
      exactly as in memory); the data processor is then fitted by the in-memory fit's own code on
      a public stand-in row (``public_frame``), its id/PII generators given ``data_length = n``;
   3. hands the engine ``EncodedRows``, whose pass (``SourceRows``) sends the workers the
@@ -132,7 +132,9 @@ class SourceRows:
         if total.n != self.n:  # nothing is released yet
             raise SynthesizerInputError(
                 f'The pass read {total.n:,} rows, but {self.n:,} were counted before it: the '
-                'data changed during the fit. Nothing was released; fit again on stable data.'
+                'data changed during the fit. This pass released nothing, but a domain '
+                'discovery or integer vote before it in this fit is spent; fit again on stable '
+                'data.'
             )
         return total
 

@@ -67,7 +67,8 @@ class SafeConstraints:
             if math.ceil(domain.low / step) <= math.floor(domain.high / step):
                 continue
             if domain.discovered:
-                low, high = math.floor(domain.low / step) * step, math.ceil(domain.high / step) * step
+                low = math.floor(domain.low / step) * step
+                high = math.ceil(domain.high / step) * step
                 warnings.warn(
                     f"The discovered bounds of '{column}' hold no multiple of its FixedIncrements "
                     f'increment {step}, so they are widened to [{low:g}, {high:g}]. Declare its '
