@@ -12,9 +12,10 @@ Nothing is fitted on a partition or a head. Where the in-memory fit holds the ro
      (``DiscoveryRows``; the encoder depends on the discovered domains, so it comes first): the
      workers check their rows first (``TableChecks`` and the declared columns' ``ValueChecks``,
      so bad rows stop the fit before this release), then count them over the public grids and
-     values (``DiscoveryCounter``), the engine's reduce adds the partial counts, and the driver adds the noise once (``discover``,
-     exactly as in memory); the data processor is then fitted by the in-memory fit's own code on
-     a public stand-in row (``public_frame``), its id/PII generators given ``data_length = n``;
+     values (``DiscoveryCounter``), the engine's reduce adds the partial counts, and the driver
+     adds the noise once (``discover``, exactly as in memory); the data processor is then
+     fitted by the in-memory fit's own code on a public stand-in row (``public_frame``), its
+     id/PII generators given ``data_length = n``;
   3. hands the engine ``EncodedRows``, whose pass (``SourceRows``) sends the workers the
      processor and the feature maps (drawn on the driver with the model RNG): they encode their
      rows and sum phi(x) y^T per class, and the engine's reduce adds the partials;
