@@ -6,6 +6,7 @@ label weights and released embeddings, and only ever evaluates feature maps on g
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -398,6 +399,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     if weights is not None:
         weights = weights.float().to(device)
     history = []
+    skipped = 0
     started = time.perf_counter()
     bar = tqdm(range(steps), desc='Training generator', disable=not verbose)
     for step in bar:
@@ -431,7 +433,12 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
                 record[key] = record.get(key, 0.0) + float(loss.detach()) - floor
         optimizer.zero_grad()
         total.backward()
-        optimizer.step()
+        parameters = [p for p in generator.parameters() if p.grad is not None]
+        if math.isfinite(float(total.detach())) and math.isfinite(float(
+                nn.utils.clip_grad_norm_(parameters, math.inf))):
+            optimizer.step()
+        else:  # one non-finite update would make every later row NaN: keep the last finite G
+            skipped += 1
         if schedule != 'constant':  # by hand: a constant schedule runs exactly as before it
             for group in optimizer.param_groups:
                 group['lr'] = learning_rate * factor(step + 1)
@@ -445,6 +452,12 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     history.attrs['noise_floor'] = {o.name: f for o, f in zip(objectives, floors) if f is not None}
     if weights is not None:
         history.attrs['class_loss_weights'] = weights.cpu().double().numpy()
+    history.attrs['skipped_steps'] = skipped
+    if skipped:
+        warnings.warn(
+            f'{skipped} of {steps} training steps had a non-finite loss or gradient and were '
+            'skipped, so the generator is the last finite one (the releases are spent: the fit '
+            'finishes). Lower learning_rate, or refit with another random_state.')
     return history
 
 
