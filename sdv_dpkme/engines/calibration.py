@@ -56,8 +56,9 @@ MAX_OFFSET = 15.0
 GROUPS = 10
 #: generated rows per round: as many as the table has, within these bounds (``generated_rows``);
 #: their frequencies are expected values (from the draw probabilities), yet the parents' draws
-#: are sampled, so fewer rows make the fitted offsets noisier
-ROWS = (30000, 50000)
+#: are sampled, so fewer rows make the fitted offsets noisier. The floor keeps the cells of a
+#: rare parent category in a rare class resolved; the cap bounds the cost of large tables
+ROWS = (5000, 50000)
 #: a marginal within this total variation of its target takes no Newton step
 NEWTON_TOLERANCE = 1e-4
 #: rows the Newton step's curvature is estimated from (k x k from k x rows: the cost)
@@ -228,7 +229,10 @@ def _log_step(moved, generated, floor):
 
 def generated_rows(n):
     """Rows generated per calibration round for a table of ``n`` rows (public): n within
-    ``ROWS``, so a small table's fit stays fast and a large one's offsets less noisy."""
+    ``ROWS``, so a small table's fit stays fast and a large one's offsets less noisy. The
+    Monte Carlo error of a generated frequency falls as 1 / sqrt(rows), the noise of a released
+    cell as 1 / n: with as many rows as the table, the first stays a smaller share of the second
+    the smaller the table (more rows than that would resolve what the release cannot)."""
     return int(min(max(n, ROWS[0]), ROWS[1]))
 
 

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from sdv_dpkme.engines.adam import Adam
 from sdv_dpkme.features import pair_blocks_within
 
 
@@ -383,7 +384,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     estimate of the distance to the true embedding that users can read.
     """
     generator.to(device).train()
-    optimizer = torch.optim.Adam(generator.parameters(), lr=learning_rate)
+    optimizer = Adam(generator.parameters(), lr=learning_rate)  # not torch.optim: see adam.py
     factor = _lr_factor(schedule, steps)
     classes = torch.as_tensor(classes, dtype=torch.long)
     per_class = max(1, batch_size // len(classes))
@@ -440,8 +441,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
         else:  # one non-finite update would make every later row NaN: keep the last finite G
             skipped += 1
         if schedule != 'constant':  # by hand: a constant schedule runs exactly as before it
-            for group in optimizer.param_groups:
-                group['lr'] = learning_rate * factor(step + 1)
+            optimizer.lr = learning_rate * factor(step + 1)
         record['Loss'] = float(total.detach())
         history.append(record)
         if step % 50 == 0:

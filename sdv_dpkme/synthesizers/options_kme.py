@@ -137,7 +137,9 @@ class _KMETraining:
             fitted to the released pair tables beyond their noise. 0: off.
         calibration_rows: generated rows per calibration round (a Monte Carlo size: more rows,
             less sampling noise in the fitted offsets, more time). 'auto': the public n of
-            private rows, clipped to [30,000, 50,000].
+            private rows, clipped to [5,000, 50,000] (the release noise of a table cell falls
+            as 1/n, the Monte Carlo error as 1/sqrt(rows): a small table's releases do not
+            justify more rows).
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
     """

@@ -178,7 +178,7 @@ def test_discrete_numbers_are_the_ordered_heads(monkeypatch, integer):
         synth.fit({'t': make_table()})
     # age in [18, 90], integer: one-hot over its 73 values, so its categories are ordered
     assert seen['ordered'] == (('age',) if integer else ())
-    assert seen['rows'] == 30000  # 240 rows: the fewest generated rows per round
+    assert seen['rows'] == calibration.ROWS[0]  # 240 rows: the fewest generated rows per round
 
 
 def test_calibration_rows_set_in_training_reach_every_calibration_round(monkeypatch):
@@ -201,7 +201,9 @@ def test_calibration_rows_set_in_training_reach_every_calibration_round(monkeypa
 
 
 def test_generated_rows_follow_the_table_within_bounds():
-    assert [calibration.generated_rows(n) for n in (10, 30162, 199523)] == [30000, 30162, 50000]
+    # as many as the table has, from a floor for small tables; the same as before from 30,000
+    assert [calibration.generated_rows(n) for n in (10, 215, 12_000, 30_000, 30162, 199523)] == [
+        5000, 5000, 12_000, 30_000, 30162, 50000]
 
 
 def numeric_generator():
