@@ -49,7 +49,7 @@ STAGES = {
                  ('sdv_dpkme/engines/kme_plan', 'release_terms'),
                  ('sdv_dpkme/engines/kme_pairs', 'release_selected_pairs')],
     'links': [('sdv_dpkme/engines/kme_pairs', 'links_to_use')],
-    'training': [('sdv_dpkme/engines/generator', 'train_generator')],
+    'training': [('sdv_dpkme/engines/generator_training', 'train_generator')],
     'collapse check': [('sdv_dpkme/engines/generator', 'collapsed_classes')],
     'calibration': [('sdv_dpkme/engines/calibration', 'calibrate_values'),
                     ('sdv_dpkme/engines/calibration', 'calibrate')],

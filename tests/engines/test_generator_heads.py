@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from sdv_dpkme.engines.adam import Adam
-from sdv_dpkme.engines.generator import Objective, TabularGenerator, _lr_factor, train_generator
+from sdv_dpkme.engines.generator import Objective, TabularGenerator, train_generator
+from sdv_dpkme.engines.generator_training import _lr_factor
 from sdv_dpkme.features import Block, SumKernelMap
 
 BLOCKS = [Block('c', 'categorical', (0, 1, 2, 3, 4)), Block('x', 'numeric', (5,))]
