@@ -125,6 +125,9 @@ class _KMETraining:
             private rows, clipped to [30,000, 50,000].
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
+        auto_steps_limit: the absolute cap of steps='auto', however wide the table (None:
+            3 x ``max_auto_steps``); each step's cost is bounded apart from the width: the
+            'pairs' map by ``max_pair_features``, the other maps grow linearly with the columns.
     """
 
     steps: object = 'auto'
@@ -147,6 +150,7 @@ class _KMETraining:
     calibration_rows: object = 'auto'
     max_auto_steps: int = 500
     auto_steps_columns: int = None
+    auto_steps_limit: int = None
 
     def __post_init__(self):
         freeze(self, 'generator_dims', tuple(self.generator_dims))
@@ -198,6 +202,8 @@ class _KMETraining:
         check(self.auto_steps_columns is None or _integer(self.auto_steps_columns, 1),
               'auto_steps_columns must be None or an integer >= 1, got '
               f'{self.auto_steps_columns!r}.')
+        check(self.auto_steps_limit is None or _integer(self.auto_steps_limit, 1),
+              f'auto_steps_limit must be None or an integer >= 1, got {self.auto_steps_limit!r}.')
 
 
 @dataclass(frozen=True)
