@@ -27,7 +27,6 @@ import math
 
 import torch
 
-from sdv_dpkme.features.blocks import dense_class_moments, dense_class_sums
 
 
 def default_frequencies(length):
@@ -107,8 +106,46 @@ class FourierMarginalMap:
         pb = self._series.column_features(b, self.blocks)
         return sum(fa @ fb.T for fa, fb in zip(pa, pb)) / len(self.blocks)
 
-    class_sums = dense_class_sums
-    class_moments = dense_class_moments
+    def _class_parts(self, x, y, project):
+        """(per-block class sums (C, width) in block order, per-row ||phi||^2), without the
+        (n, dim) phi: the non-nullable columns' cos/sin as one (n, p, K) tensor contracted with
+        y, the nullable ones column by column. ``project``: each row weighted by
+        1 / max(1, ||phi||), i.e. y^T of phi projected onto the unit ball."""
+        omega, amp = self._series._consts(x)
+        plain = [b for b in self.blocks if not b.nullable]
+        sums, sq = {}, x.new_zeros(len(x))
+        if plain:
+            proj = x[:, [b.columns[0] for b in plain]].unsqueeze(2) * omega  # (n, p', K)
+            cos, sin = torch.cos(proj), torch.sin(proj)  # amp is applied to the (C, .) sums
+            if project:  # ||psi||^2 = sum_k a_k (cos^2 + sin^2) = 1 up to rounding
+                sq = sq + ((cos * cos + sin * sin) * amp * amp).sum((1, 2))
+            else:  # training: 1 per column, exactly
+                sq = sq + len(plain)
+        nullable = [b for b in self.blocks if b.nullable]
+        parts = self._series.column_features(x, nullable) if nullable else []
+        for part in parts:
+            sq = sq + (part * part).sum(1)
+        sq = sq / len(self.blocks)
+        if project:
+            y = y / sq.sqrt().clamp(min=1.0).unsqueeze(1)
+        if plain:
+            both = torch.stack([torch.einsum('nc,npk->cpk', y, cos) * amp,
+                                torch.einsum('nc,npk->cpk', y, sin) * amp], dim=2)  # (C,p',2,K)
+            sums.update(zip((b.name for b in plain), both.reshape(y.shape[1], len(plain), -1)
+                            .unbind(1)))
+        sums.update(zip((b.name for b in nullable), (y.T @ part for part in parts)))
+        scale = 1 / math.sqrt(len(self.blocks))
+        return torch.cat([sums[b.name] for b in self.blocks], 1) * scale, sq
+
+    def class_sums(self, x, y, project=True):
+        """sum_i y_i (outer) phi(x_i) (C, dim); ``project``: of phi in the unit ball (the
+        private pass), as ``dense_class_sums`` but without materialising phi."""
+        return self._class_parts(x, y.to(x.dtype), project)[0]
+
+    def class_moments(self, x, y):
+        """(class sums, class sums of ||phi||^2), as ``dense_class_moments`` (no projection)."""
+        sums, sq = self._class_parts(x, y.to(x.dtype), False)
+        return sums, y.to(x.dtype).T @ sq
 
     def describe(self):
         return (f'Fourier-series marginal kernels (length {self.length_scale:g}, '
