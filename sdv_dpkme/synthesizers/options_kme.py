@@ -44,7 +44,8 @@ class _KMEKernel:
             kernels over every pair of columns), so that how columns move together within a
             class is matched; None leaves the release out.
         max_pair_features: cap on the size of the 'pairs' map per class (memory and training
-            cost grow with it); the widest columns are left out first, with a warning.
+            cost grow with it): the numeric features narrow to fit it, then a public subset of
+            pairs, then the widest columns are left out (report notes say which and why).
         max_pair_width: columns with more features (categories + missing/out-of-domain buckets)
             are left out of 'pairs'.
         selected_pairs: 'auto' (categorical columns - 1), 0 (off) or a count: that many
