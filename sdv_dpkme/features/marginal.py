@@ -114,13 +114,15 @@ class FourierMarginalMap:
         omega, amp = self._series._consts(x)
         plain = [b for b in self.blocks if not b.nullable]
         sums, sq = {}, x.new_zeros(len(x))
-        if plain:
-            proj = x[:, [b.columns[0] for b in plain]].unsqueeze(2) * omega  # (n, p', K)
+        values = x[:, [b.columns[0] for b in plain]]
+        if plain and not project and not y.requires_grad:  # training: ||psi|| = 1 exactly
+            sq = sq + len(plain)
+            cos_sums, sin_sums = _FourierSums.apply(values, y, omega)
+        elif plain:
+            proj = values.unsqueeze(2) * omega  # (n, p', K)
             cos, sin = torch.cos(proj), torch.sin(proj)  # amp is applied to the (C, .) sums
             if project:  # ||psi||^2 = sum_k a_k (cos^2 + sin^2) = 1 up to rounding
                 sq = sq + ((cos * cos + sin * sin) * amp * amp).sum((1, 2))
-            else:  # training: 1 per column, exactly
-                sq = sq + len(plain)
         nullable = [b for b in self.blocks if b.nullable]
         parts = self._series.column_features(x, nullable) if nullable else []
         for part in parts:
@@ -129,8 +131,9 @@ class FourierMarginalMap:
         if project:
             y = y / sq.sqrt().clamp(min=1.0).unsqueeze(1)
         if plain:
-            both = torch.stack([torch.einsum('nc,npk->cpk', y, cos) * amp,
-                                torch.einsum('nc,npk->cpk', y, sin) * amp], dim=2)  # (C,p',2,K)
+            if project or y.requires_grad:
+                cos_sums, sin_sums = _label_sums(y, cos), _label_sums(y, sin)
+            both = torch.stack([cos_sums * amp, sin_sums * amp], dim=2)  # (C, p', 2, K)
             sums.update(zip((b.name for b in plain), both.reshape(y.shape[1], len(plain), -1)
                             .unbind(1)))
         sums.update(zip((b.name for b in nullable), (y.T @ part for part in parts)))
@@ -150,3 +153,32 @@ class FourierMarginalMap:
     def describe(self):
         return (f'Fourier-series marginal kernels (length {self.length_scale:g}, '
                 f'{self.n_frequencies} frequencies) on {len(self.blocks)} numeric columns')
+
+
+class _FourierSums(torch.autograd.Function):
+    """(sum_n y_nc cos(v_np w_k), the same with sin), each (C, p, K), for training rows: the
+    backward reuses the forward's cos and sin rather than recomputing both (no grad for y)."""
+
+    @staticmethod
+    def forward(ctx, values, y, omega):
+        proj = values.unsqueeze(2) * omega
+        cos, sin = torch.cos(proj), torch.sin(proj)
+        ctx.save_for_backward(cos, sin, y, omega)
+        return _label_sums(y, cos), _label_sums(y, sin)
+
+    @staticmethod
+    def backward(ctx, grad_cos, grad_sin):
+        cos, sin, y, omega = ctx.saved_tensors
+        if grad_cos is None and grad_sin is None:
+            return torch.zeros_like(cos[..., 0]), None, None
+        d = 0
+        if grad_sin is not None:  # d sin(v w) / dv = w cos(v w)
+            d = cos * (y @ grad_sin.reshape(len(grad_sin), -1)).reshape(cos.shape)
+        if grad_cos is not None:  # d cos(v w) / dv = -w sin(v w)
+            d = d - sin * (y @ grad_cos.reshape(len(grad_cos), -1)).reshape(cos.shape)
+        return d @ omega, None, None
+
+
+def _label_sums(y, values):
+    """sum_n y_nc values_npk -> (C, p, K), as one (C, n) x (n, p K) product (no permute)."""
+    return (y.T @ values.reshape(len(values), -1)).reshape(y.shape[1], *values.shape[1:])
