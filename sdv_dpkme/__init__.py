@@ -23,6 +23,7 @@ _EXPORTS = {
     'DPKIPSynthesizer': 'sdv_dpkme.synthesizers',
     'DPMERFSynthesizer': 'sdv_dpkme.synthesizers',
     'DPReweightingSynthesizer': 'sdv_dpkme.synthesizers',
+    'NoiseDominatedWarning': 'sdv_dpkme.engines.errors',
     'PrivacyReport': 'sdv_dpkme.privacy',
     'fit_distributed': 'sdv_dpkme.scale',
     'private_values_in_errors': 'sdv_dpkme.privacy.diagnostics',

@@ -26,10 +26,10 @@ torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
 
 # Flat settings (constructor arguments, kernel / training fields, the domain shorthand), turned
 # into constructor arguments by ``make`` (``sdv_dpkme.synthesizers.options.build_kwargs``).
-FAST = dict(nullable_columns=['income'], steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
+FAST = dict(nullable_columns=['income'], plan='fixed', steps=15, sum_order=10, product_order=3, product_redraws=2, batch_size=64,
             generator_dims=(32,), latent_dim=8, calibration_rows=2000, verbose=False)
 # the same small settings for DP-MERF (its own feature-map arguments instead of DP-HP's)
-FAST_MERF = dict(nullable_columns=['income'], steps=15, n_features=64, batch_size=64,
+FAST_MERF = dict(nullable_columns=['income'], plan='fixed', steps=15, n_features=64, batch_size=64,
                  generator_dims=(32,), latent_dim=8, calibration_rows=2000, verbose=False)
 # DP-KIP: 15 DP-SGD steps on 3 support rows per class (q = 0.1: 24 expected rows of 240)
 FAST_KIP = dict(nullable_columns=['income'], target_column='label', support_per_class=3,

@@ -39,37 +39,26 @@ def test_metadata_command_refuses_bad_arguments_before_work(inputs, tmp_path, ca
     assert exit_.value.code == 2 and 'does not exist' in capsys.readouterr().err
 
 
-def test_fit_without_metadata_detects_it_and_warns(tmp_path, capsys):
-    import numpy as np
+def test_fit_without_metadata_is_refused_before_reading_rows(tmp_path, capsys):
+    # Detecting sdtypes inside the fit read the private values outside any DP release.
     import pandas as pd
 
-    rng = np.random.default_rng(0)
     table = tmp_path / 'visits.csv'
-    pd.DataFrame({'amount': rng.uniform(0, 100, 200).round(3),
-                  'group': rng.choice(['a', 'b', 'c'], 200),
-                  'label': rng.choice(['yes', 'no'], 200)}).to_csv(table, index=False)
-    domain = tmp_path / 'domain.json'
-    domain.write_text(json.dumps({'columns': {
-        'amount': {'min_value': 0, 'max_value': 100},
-        'group': {'category_values': ['a', 'b', 'c']},
-        'label': {'category_values': ['yes', 'no']}}}))
+    pd.DataFrame({'amount': [1.0, 2.0], 'label': ['yes', 'no']}).to_csv(table, index=False)
     out = tmp_path / 'synth.pkl'
-    main(['fit', str(table), '--domain', str(domain), '--epsilon', '1', '--target', 'label',
-          '--out', str(out), '--quiet', '--seed', '0', *FAST_PARAMS])
-    assert out.exists() and out.with_suffix('.privacy.json').exists()
+    with pytest.raises(SystemExit) as exit_:
+        main(['fit', str(table), '--epsilon', '1', '--out', str(out), '--quiet'])
     err = capsys.readouterr().err
-    assert 'detected from the rows' in err and 'NOT public' in err
-    main(['sample', str(out), '--rows', '20', '--out', str(tmp_path / 'rows.csv')])
-    rows = pd.read_csv(tmp_path / 'rows.csv')
-    assert list(rows.columns) == ['amount', 'group', 'label'] and len(rows) == 20
+    assert exit_.value.code == 2 and '--metadata is required' in err
+    assert f'sdv-dpkme metadata {table}' in err
+    assert not out.exists() and not out.with_suffix('.privacy.json').exists()
 
 
 def test_metadata_is_public_needs_a_metadata_file(inputs, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(['fit', str(inputs['train']), '--epsilon', '1', '--metadata-is-public',
               '--out', str(tmp_path / 's.pkl')])
-    assert exit_.value.code == 2 and '--metadata-is-public needs --metadata' in (
-        capsys.readouterr().err)
+    assert exit_.value.code == 2 and '--metadata is required' in capsys.readouterr().err
     assert not (tmp_path / 's.pkl').exists()
 
 

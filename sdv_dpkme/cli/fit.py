@@ -31,11 +31,14 @@ def fit(args):
 
     cls = getattr(sdv_dpkme, SYNTHESIZERS[args.synthesizer])
     data_path = _table_file(args.data, 'Table file')
-    if args.metadata:
-        metadata, table = _load_metadata(args.metadata, args.table)
-    elif args.metadata_is_public:
-        raise UsageError('--metadata-is-public needs --metadata: metadata detected from the '
-                         'table is never public.')
+    if not args.metadata:
+        # Detecting sdtypes reads the private values and is no DP release: never inside a fit.
+        raise UsageError(
+            '--metadata is required: detecting the column types reads the private rows, so it '
+            f'cannot happen inside a private fit. Run `sdv-dpkme metadata {args.data} --out '
+            'metadata.json`, check every sdtype against what you know without the data, then '
+            'fit with --metadata metadata.json.')
+    metadata, table = _load_metadata(args.metadata, args.table)
     domain = _json_file(args.domain, 'Domain file') if args.domain else None
     if domain is not None and not isinstance(domain, dict):
         raise UsageError(f"Domain file '{args.domain}' must hold a JSON object (docs/domains.md).")
@@ -51,10 +54,6 @@ def fit(args):
             raise UsageError('--public-data is only for --synthesizer reweighting (it reweights '
                              'public rows).')
         public_path = _table_file(args.public_data, 'Public table file')
-    if not args.metadata:  # detected from the private rows, with the warning that it is not public
-        from sdv_dpkme.cli.metadata import detect_metadata
-
-        metadata, table = detect_metadata(data_path, args.table, args.na_value or [''])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', FutureWarning)
@@ -86,10 +85,8 @@ def fit(args):
     except (SynthesizerInputError, ValueError) as err:
         hint = ''
         if 'domain_template' in str(err):  # the library's advice, in command-line terms
-            first = '' if args.metadata else (f'sdv-dpkme metadata {args.data} --out '
-                                              'metadata.json, check it, then ')
-            hint = (f'\nOn the command line: {first}sdv-dpkme domain-template '
-                    f'{args.metadata or "metadata.json"} --out domain.json, fill it in, then fit '
+            hint = (f'\nOn the command line: sdv-dpkme domain-template '
+                    f'{args.metadata} --out domain.json, fill it in, then fit '
                     'with --domain domain.json.')
         raise CommandError(f'The fit failed: {err}{hint}') from None
     seconds = time.perf_counter() - started

@@ -25,8 +25,8 @@ def build_parser():
                                    'the privacy report JSON. The table path is not stored.')
     f.add_argument('data', help='the private table: .csv, .parquet or .pq')
     f.add_argument('--metadata', '-m', default=None,
-                   help='SDV metadata JSON file (default: detected from the table, which is NOT '
-                        'public: check it with `sdv-dpkme metadata` first)')
+                   help='SDV metadata JSON file (required: write it by hand, or detect it with '
+                        '`sdv-dpkme metadata` and check every sdtype)')
     f.add_argument('--domain', '-d', default=None,
                    help='domain spec JSON with the public bounds and categories (see '
                         'docs/domains.md; start from `sdv-dpkme domain-template`)')

@@ -16,7 +16,8 @@ Post-processing (costs nothing):
 - categories = the values whose noisy count is >= ``category_threshold`` (partition selection);
 - nullable = the noisy null count is >= ``null_threshold`` (unless nullability was declared);
 - the share of rows each domain cuts = (n - noisy counts kept inside it) / n, n being public;
-- ``check_usable`` refuses a category list of one value (and a target with one class).
+- ``warn_single_category`` warns about a category list of one value (a constant column), and a
+  column where nothing cleared keeps only its missing bucket, with a warning.
 
 Three steps, so a distributed fit runs the same code (sdv_dpkme.scale): (a) ``DiscoveryCounter``
 counts a chunk of rows; (b) partial ``DiscoveryCounts`` merge by ``+`` (exact integers; the
@@ -57,13 +58,14 @@ from sdv_dpkme.domain.discovery_counts import (
 )
 from sdv_dpkme.domain.discovery_messages import (
     DomainDiscoveryWarning,
-    check_usable,
     hopeless_message,
     show_cut,
     show_value,
     warn_discovered,
+    warn_released_nothing,
+    warn_single_category,
 )
-from sdv_dpkme.domain.hints import DETECTION_HINT, TEMPLATE_HINT, sdtype_hint
+from sdv_dpkme.domain.hints import sdtype_hint
 from sdv_dpkme.domain.scales import MAX_DISCRETE_VALUES, fits_discrete
 from sdv_dpkme.domain.spec import ColumnDomain, DomainError
 
@@ -75,8 +77,9 @@ NAME = 'domain_discovery'
 
 # the discovery API other modules use from here
 __all__ = ['DATETIME_EDGES', 'NAME', 'NUMERIC_EDGES', 'Discovery', 'DiscoveryCounter',
-           'DomainDiscoveryWarning', 'category_threshold', 'check_usable', 'count_vector',
-           'discover', 'numeric_threshold', 'sensitivity', 'warn_discovered']
+           'DomainDiscoveryWarning', 'category_threshold', 'count_vector',
+           'discover', 'numeric_threshold', 'sensitivity', 'warn_discovered',
+           'warn_single_category']
 
 
 # ------------------------------------------------------------------------------ thresholds
@@ -171,8 +174,9 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
     so both paths release the same values for the same noise draw.
     ``undeclared`` maps columns to ColumnDomain holding their public facts. The release spends
     ``budget_share`` of the unspent precision of ``ledger.accountant`` (and reserves
-    ``delta_share`` of delta when a categorical column is discovered). Returns a ``Discovery``;
-    raises DomainError (after the release) for a column where nothing could be released.
+    ``delta_share`` of delta when a categorical column is discovered). Returns a ``Discovery``.
+    A column where nothing could be released keeps only its missing bucket (``released_nothing``)
+    with a warning: the release is spent by then, so the fit goes on.
     """
     if not 0 < budget_share < 1:
         raise ValueError(f'domain_budget_share must be in (0, 1), got {budget_share!r}')
@@ -280,6 +284,7 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
                     f"  - '{column}': no bin of the public grid has a noisy count above "
                     f'{t_num[column]:.0f} rows'
                 )
+                domains[column], summary[column] = released_nothing(dom)
                 continue
             dom.low, dom.high = _bounds_from_bins(
                 cleared, grid_for(dom), dom.integer, snap_to_zero=dom.sdtype == 'numerical'
@@ -313,6 +318,7 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
                     f"  - '{column}': no value has a noisy count above {t_cat:.0f} rows"
                     + sdtype_hint(column)
                 )
+                domains[column], summary[column] = released_nothing(dom)
                 continue
             dom.categories = sorted(released, key=lambda v: (type(v).__name__, str(v)))
             # only released keys and the public null key: an unreleased key must not matter
@@ -323,17 +329,18 @@ def discover(rows, undeclared, ledger, budget_share, delta_share=DELTA_SHARE):
                 + f'; {show_cut(cut[column])} hold other values (out-of-domain bucket)'
             )
         domains[column] = dom
-    if failures:
-        raise DomainError(
-            'Private domain discovery released nothing usable for these columns (the noise '
-            f'std is {noise_std:.0f} rows with domain_budget_share={budget_share:g}):\n'
-            + '\n'.join(failures)
-            + '\nDeclare their domains (see docs/domains.md), or raise epsilon or '
-            'domain_budget_share. The discovery budget of this fit is spent. '
-            + TEMPLATE_HINT + ' ' + DETECTION_HINT
-        )
+    if failures:  # the release is spent: the fit goes on without these columns' values
+        warn_released_nothing(failures, noise_std, budget_share)
     return Discovery(domains=domains, release=accountant.releases[-1], reservation=reservation,
                      summary=summary, cut=cut)
+
+
+def released_nothing(dom):
+    """(domain, summary) of a column for which no bin or value cleared its threshold: only its
+    missing bucket is left (``ColumnDomain.empty``), so its synthetic values are all missing."""
+    dom.empty, dom.nullable, dom.categories = True, True, []
+    dom.low = dom.high = dom.scale = None
+    return dom, 'nothing released: not modelled, all its synthetic values are missing'
 
 
 def _bin_inside(index, edges, low, high):

@@ -1,4 +1,4 @@
-"""What private domain discovery tells the curator, and the refusal of unusable outcomes.
+"""What private domain discovery tells the curator, before and after its release.
 
 Every message quotes only public facts (n, thresholds, the budget) or outputs of the discovery
 release; none quotes a private value.
@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from sdv_dpkme.domain.hints import DETECTION_HINT, TEMPLATE_HINT, sdtype_hint
-from sdv_dpkme.domain.spec import DomainError
 
 
 def hopeless_message(hopeless, undeclared, n_rows, t_num, t_cat, noise_std, budget_share):
@@ -80,19 +79,22 @@ class DomainDiscoveryWarning(UserWarning):
     """Some columns' domains are being estimated under DP (a share of the budget is spent)."""
 
 
-def check_usable(discovery, target=None):
-    """Refuse discovered category lists that make a column constant in every synthetic row.
+def warn_single_category(discovery, target=None):
+    """Warn about discovered category lists of one value: the column is constant in every
+    synthetic row.
 
-    A target needs 2 classes, and a flag whose rare value fell under the threshold keeps one
-    value: both come out constant, so the fit stops and says what to declare (the discovery
-    release is already spent). Everything said here is an output of that release.
+    A flag whose rare value fell under the threshold keeps one value, and so may a target. The
+    discovery release is already spent, so the fit goes on (the column, or the target's class,
+    is simply constant; a one-class target is a class-conditional model with that one class)
+    and the warning says what to declare. Everything said here is an output of that release.
     """
     problems = []
     for column, dom in discovery.domains.items():
-        if dom.is_numeric or len(dom.categories) >= 2:
+        if dom.is_numeric or len(dom.categories) != 1:
             continue
         (value,) = dom.categories
-        role = ' (the target_column: it needs 2 classes or more)' if column == target else ''
+        role = (' (the target_column: every synthetic row gets this class; a target needs 2 '
+                'classes or more to be learned)' if column == target else '')
         cut = discovery.cut.get(column)
         other = f' ({show_cut(cut)} hold other values)' if cut else ''
         if isinstance(value, (bool, np.bool_)):
@@ -106,12 +108,30 @@ def check_usable(discovery, target=None):
         else:
             fix = f"Declare its categories: domain={{'known_categories': {{'{column}': [{value!r}, ...]}}}}."
         problems.append(f"  - '{column}'{role}: discovery released only {value!r}{other}, so "
-                        f'every synthetic row would hold it. {fix}')
+                        f'every synthetic row holds it. {fix}')
     if problems:
         t_cat = discovery.release.details['category_threshold_rows']
-        raise DomainError(
+        warnings.warn(
             'Private domain discovery left these columns with a single category (a value is '
             f'released only if about {t_cat:.0f} or more rows hold it):\n' + '\n'.join(problems)
-            + '\nThe discovery budget of this fit is spent. Declare these columns (docs/'
-            'domains.md), or raise epsilon or domain_budget_share. ' + TEMPLATE_HINT
+            + '\nThe fit goes on with these columns constant (the budget is spent, so the model '
+            'is kept). To model them, declare these columns (docs/domains.md) and fit again, or '
+            'raise epsilon or domain_budget_share. ' + TEMPLATE_HINT,
+            DomainDiscoveryWarning,
+            stacklevel=3,
         )
+
+
+def warn_released_nothing(failures, noise_std, budget_share):
+    """Columns where no bin or value cleared its threshold: the release is spent, so they keep
+    only their missing bucket (every synthetic value missing) and the fit goes on."""
+    warnings.warn(
+        'Private domain discovery released nothing usable for these columns (the noise std is '
+        f'{noise_std:.0f} rows with domain_budget_share={budget_share:g}):\n'
+        + '\n'.join(failures)
+        + '\nThe fit goes on without modelling them: all their synthetic values are missing. '
+        'To model them, declare their domains (see docs/domains.md) and fit again, or raise '
+        'epsilon or domain_budget_share. ' + TEMPLATE_HINT + ' ' + DETECTION_HINT,
+        DomainDiscoveryWarning,
+        stacklevel=3,
+    )

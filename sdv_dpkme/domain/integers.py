@@ -46,7 +46,7 @@ MIN_ROWS_PER_STD = 4.0
 
 def needs_vote(domain):
     """A numerical column whose integer-ness no public fact states."""
-    return domain.sdtype == 'numerical' and not domain.integer_declared
+    return domain.sdtype == 'numerical' and domain.is_numeric and not domain.integer_declared
 
 
 def sensitivity(n_columns):
@@ -127,7 +127,8 @@ def vote(rows, columns, ledger, share=INTEGER_SHARE):
     if exact.n != n_rows:  # nothing is released yet
         raise ValueError(
             f'The integer vote read {exact.n:,} rows, but {n_rows:,} were counted before it: the '
-            'data changed during the fit. Nothing was released; fit again on stable data.'
+            'data changed during the fit. The vote released nothing, but a domain discovery '
+            'before it in this fit is spent; fit again on stable data.'
         )
     counts = exact.votes(columns)
     del exact  # exact votes are never kept

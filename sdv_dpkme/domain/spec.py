@@ -82,10 +82,14 @@ class ColumnDomain:
     integer_declared: bool = True
     # integer-ness came from that DP vote
     integer_voted: bool = False
+    # discovery released nothing for this column (``discovery.released_nothing``): it keeps only
+    # its missing bucket, so its synthetic values are all missing, whatever its sdtype
+    empty: bool = False
 
     @property
     def is_numeric(self):
-        return self.sdtype in ('numerical', 'datetime')
+        """Whether the column is encoded on bounds (an empty domain has none: it is one-hot)."""
+        return self.sdtype in ('numerical', 'datetime') and not self.empty
 
 
 def public_dtype(domain):

@@ -108,6 +108,11 @@ class PublicDomainTransformer(BaseTransformer):
         """A discovered domain ('absorb'): say nothing about the values it holds or misses."""
         return self.missing == 'absorb'
 
+    def check_values(self, data):
+        """The value checks of ``transform`` on a column (numbers, dates, undeclared missing
+        values), keeping nothing: a fit runs them before its first release."""
+        raise NotImplementedError
+
     def _check_missing(self, null):
         if self.missing not in MISSING_RULES:
             raise ValueError(f'missing must be one of {MISSING_RULES}, got {self.missing!r}')
@@ -148,6 +153,9 @@ class DPNumericalTransformer(PublicDomainTransformer):
 
     def _to_float(self, data):
         return to_numbers(data, self.get_input_column())
+
+    def check_values(self, data):
+        self._check_missing(np.isnan(self._to_float(data)))
 
     def _transform(self, data):
         values = self._to_float(data)
@@ -255,6 +263,9 @@ class DPCategoricalTransformer(PublicDomainTransformer):
             codes[null] = len(self.categories)  # else absorbed: they stay in OTHER
         return codes
 
+    def check_values(self, data):
+        self._codes(data)
+
     def _transform(self, data):
         codes = self._codes(data)
         if not self.quiet and (codes == len(self.buckets) - 1).any():
@@ -314,11 +325,23 @@ class DPDiscreteTransformer(DPCategoricalTransformer):
         return values
 
 
+class DPMissingTransformer(DPCategoricalTransformer):
+    """A column about which discovery released nothing (``ColumnDomain.empty``), of any sdtype:
+    its missing bucket and the out-of-domain bucket, so every synthetic value is missing."""
+
+    SUPPORTED_SDTYPES = ['categorical', 'boolean', 'ordinal', 'numerical', 'datetime']
+
+    def __init__(self):
+        super().__init__([], nullable=True, missing='absorb')
+
+
 DP_TRANSFORMERS = (DPNumericalTransformer, DPCategoricalTransformer)
 
 
 def transformer_for(domain):
     """The DP-safe transformer for a ColumnDomain."""
+    if getattr(domain, 'empty', False):
+        return DPMissingTransformer()
     missing = 'absorb' if domain.discovered else 'error'
     if is_discrete(domain):
         return DPDiscreteTransformer(domain.low, domain.high, nullable=domain.nullable,

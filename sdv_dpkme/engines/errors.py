@@ -8,3 +8,8 @@ class EngineInputError(ValueError):
 
 class CollapsedGeneratorWarning(UserWarning):
     """The trained generator gives (near) identical rows for some class: a failed fit."""
+
+
+class NoiseDominatedWarning(UserWarning):
+    """Before any spend: at this n and epsilon the method's own release expects noise of a larger
+    norm than its signal can have; the fitted model will follow the data only roughly."""

@@ -6,6 +6,7 @@ label weights and released embeddings, and only ever evaluates feature maps on g
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -370,18 +371,12 @@ def _lr_factor(schedule, steps):
 def train_generator(generator, objectives, classes, steps, batch_size, learning_rate, device,
                     torch_generator, verbose=True, unbiased=True, schedule='constant',
                     class_weights=None):
-    """Adam on sum_k w_k sum_c p_c^2 ||target_k[c] - E phi_k(G(z, c))||^2, estimated per batch
+    """Adam on sum_k w_k sum_c l_c ||target_k[c] - E phi_k(G(z, c))||^2, estimated per batch
     (``mmd_to_target``; ``unbiased=False``: the plug-in estimate of the original papers), with the
     learning rate held (``schedule='constant'``) or decayed to 0 on a cosine (``'cosine'``).
 
     Each batch is balanced over ``classes`` (the classes with positive released weight).
-    ``class_weights``: the released proportions p_c of ``classes`` (None: all equal). The loss is
-    then the distance between JOINT embeddings sum_c p_c phi(x) y_c^T, the space of the release
-    itself, where every class has the same noise. The class-conditional target of a class with
-    proportion p_c carries noise of std sigma / p_c: unweighted, a class of a few rows (which
-    the proportion noise can give a weight of 1e-3) has a target that is mostly noise, whose
-    loss is orders of magnitude larger than the others' and drives the layers every class
-    shares (issue 42: FARS' 8 classes, RACE 'White' 0.6 % instead of 19 %).
+    ``class_weights``: l_c for each of ``classes`` (None: all 1), e.g. ``class_loss_weights``.
     Returns the loss history as a DataFrame. The loss is an unbiased estimate of the distance to
     the noisy target, so it levels off near the noise energy; for single releases the history
     also has each term's loss minus that public noise floor ('... above noise floor'), an
@@ -400,11 +395,11 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     weights = None
     if class_weights is not None:
         weights = torch.as_tensor(class_weights, dtype=torch.float64)
-        weights = (weights / weights.sum()) ** 2
     floors = [o.noise_floor(classes, weights) for o in objectives]
     if weights is not None:
         weights = weights.float().to(device)
     history = []
+    skipped = 0
     started = time.perf_counter()
     bar = tqdm(range(steps), desc='Training generator', disable=not verbose)
     for step in bar:
@@ -438,7 +433,12 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
                 record[key] = record.get(key, 0.0) + float(loss.detach()) - floor
         optimizer.zero_grad()
         total.backward()
-        optimizer.step()
+        parameters = [p for p in generator.parameters() if p.grad is not None]
+        if math.isfinite(float(total.detach())) and math.isfinite(float(
+                nn.utils.clip_grad_norm_(parameters, math.inf))):
+            optimizer.step()
+        else:  # one non-finite update would make every later row NaN: keep the last finite G
+            skipped += 1
         if schedule != 'constant':  # by hand: a constant schedule runs exactly as before it
             for group in optimizer.param_groups:
                 group['lr'] = learning_rate * factor(step + 1)
@@ -450,7 +450,40 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     history = pd.DataFrame(history).fillna(np.nan)
     history.attrs['seconds'] = time.perf_counter() - started
     history.attrs['noise_floor'] = {o.name: f for o, f in zip(objectives, floors) if f is not None}
+    if weights is not None:
+        history.attrs['class_loss_weights'] = weights.cpu().double().numpy()
+    history.attrs['skipped_steps'] = skipped
+    if skipped:
+        warnings.warn(
+            f'{skipped} of {steps} training steps had a non-finite loss or gradient and were '
+            'skipped, so the generator is the last finite one (the releases are spent: the fit '
+            'finishes). Lower learning_rate, or refit with another random_state.')
     return history
+
+
+def class_loss_weights(objectives, classes):
+    """Public per-class loss weights l_c = (S + N_min) / (S + N_c), from the releases' noise.
+
+    A class-conditional target is the joint release divided by the class's released proportion
+    p_c, so its noise std is sigma / p_c. N_c = sum_k w_k E||noise_k[c]||^2 is that noise energy
+    in the loss, S = sum_k w_k the energy of the signal at most (every map has ||phi|| <= 1). A
+    class of a few rows, which the proportion noise can lift above the sampling threshold, has a
+    target that is nearly all noise: unweighted, its loss is orders of magnitude above the
+    others' and drives the layers every class shares (issue 42: FARS, RACE 'White' 0.6 % instead
+    of 19 %); l_c shrinks its pull to about S / N_c. Classes whose noise is small next to S keep
+    a weight near 1, so a well-measured minority class is not traded away. None when no release
+    has a known noise (subsampled releases only)."""
+    classes = torch.as_tensor(classes, dtype=torch.long)
+    signal, energy, known = 0.0, torch.zeros(len(classes), dtype=torch.float64), False
+    for objective in objectives:
+        signal += objective.weight
+        if objective.noise_std is not None:
+            known = True
+            std = objective.noise_std.detach().double().cpu()[classes]
+            energy += objective.weight * objective.feature_map.dim * std ** 2
+    if not known:
+        return None
+    return ((signal + energy.min()) / (signal + energy)).numpy()
 
 
 @torch.no_grad()

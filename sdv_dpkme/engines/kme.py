@@ -2,6 +2,9 @@
 
 Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3):
   1. plan: split the precision of the budget over the releases (``kme_plan.plan_releases``);
+     with ``max_noise_ratio``, terms whose expected noise is far above their signal bound are
+     dropped or narrowed first, their share going to the rest (``noise_plan``, public facts
+     only), and a fit whose whole plan is noise-dominated warns before any spend;
   2. class proportions w = counts / n + N(0, (sigma sqrt(2)/n)^2) (only with a target);
   3. one pass over the private rows: M_k = (1/n) sum_i phi_k(x_i) y_i^T for every kernel term k;
   4. releases M_k + N(0, (sigma_k D_k/n)^2): sensitivity D_k/n, D_k = 2 as ||phi_k|| <= 1, or
@@ -20,6 +23,8 @@ release per training step (``fit_minibatch``).
 Nothing here knows SDV: the input is the encoded matrix in the unit box and its public layout.
 """
 
+import math
+
 import numpy as np
 import pandas as pd
 import torch
@@ -31,7 +36,6 @@ from sdv_dpkme.engines.kme_pairs import (
     LINK_NOISE_LIMIT,
     PairSelection,
     release_selected_pairs,
-    selectable,
 )
 from sdv_dpkme.engines.kme_plan import (
     KernelTerm,
@@ -46,31 +50,32 @@ from sdv_dpkme.engines.kme_training import (
     trained_generator,
 )
 from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
+from sdv_dpkme.engines.noise_plan import choose_releases, warn_if_weak
 from sdv_dpkme.features import replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 from sdv_dpkme.privacy.recorder import releases_done
 
 # the engine's API (the synthesizers and image generators use these names from here)
 __all__ = ['KMEModel', 'KernelTerm', 'LINK_NOISE_LIMIT', 'MIN_SIGNAL_RATIO', 'PairSelection',
-           'Training', 'fit', 'fit_minibatch', 'train']
+           'Training', 'fit', 'fit_minibatch', 'plan_releases', 'train']
 
 
 def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose,
-        selection=None):
-    """Steps 1-6 of the algorithm box; returns the fitted ``KMEModel``.
+        selection=None, max_noise_ratio=None):
+    """Steps 1-6 of the algorithm box; returns the fitted ``KMEModel`` (its ``release_plan``:
+    the plan's ``noise_plan.PlanEntry``s).
 
     ``x``: the encoded rows in the unit box, an array (with ``labels``) or a row source whose
     ``accumulate`` does the one pass (``labels`` None then; see ``engines.accumulate``).
     ``selection``: a ``PairSelection``, used when there are >= 2 categorical columns in the
-    'pairs' term.
+    'pairs' term. ``max_noise_ratio``: None keeps every term (the fixed plan).
     """
     n_classes = 1 if target is None else target.width
-    n_selectable = len(selectable(terms))
-    selects = selection is not None and n_selectable > 1 and selection.size(n_selectable) > 0
-    # 1. the plan
-    plan = plan_releases(terms, shares, target is not None,
-                         ['selected_pairs'] if selects else ())
-    sigmas = ledger.accountant.calibrate(plan)
+    # 1. the plan, from public facts only; a warning before any spend if it carries little signal
+    terms, selects, _, sigmas, entries = choose_releases(
+        terms, shares, target is not None, len(x), n_classes, ledger.accountant.calibrate,
+        max_noise_ratio, selection, training.steps)
+    warn_if_weak(entries, len(x), ledger.accountant.epsilon)
     # 2-4. one pass, then the releases
     stats = one_pass(as_rows(x, labels), n_classes, terms, verbose)
     del x
@@ -85,13 +90,15 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
     # 5-6. training and post-processing
     model = train(blocks, columns, target, weights, objectives, training, rng, verbose)
     model.loss_values.attrs['selected_pairs'] = chosen
+    model.release_plan = entries
     return model
 
 
 def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, shares, batch,
-                  training, rng, verbose):
+                  training, rng, verbose, max_noise_ratio=None):
     """As ``fit``, but ``term`` is released once per training step on a secret batch of exactly
-    ``batch`` rows (uniform without replacement); the ``extra`` terms are single releases."""
+    ``batch`` rows (uniform without replacement); the ``extra`` terms are single releases (the
+    noise-aware plan judges those only)."""
     n = len(x)
     if not 1 <= batch < n:
         raise EngineInputError(
@@ -102,14 +109,22 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
     accountant = ledger.accountant
     # The plain releases (proportions, marginals) take their shares of the budget first; the
     # subsampled releases are then calibrated to spend exactly the rest.
-    plain = plan_releases([term] + extra, shares, has_target=target is not None)
-    del plain[term.group]
-    sigmas = {}
-    if plain:
-        fraction = sum(share for share, _ in plain.values())
-        sigmas = accountant.calibrate(
-            {k: (share / fraction, c) for k, (share, c) in plain.items()}, fraction=fraction
-        )
+
+    def calibrate_plain(plan):
+        plain = {k: v for k, v in plan.items() if k != term.group}
+        sigmas = {term.group: math.nan}  # per step, on a batch: in the ledger, not judged here
+        if plain:
+            fraction = sum(share for share, _ in plain.values())
+            sigmas.update(accountant.calibrate(
+                {k: (share / fraction, c) for k, (share, c) in plain.items()}, fraction=fraction))
+        return sigmas
+
+    terms, _, _, sigmas, entries = choose_releases(
+        [term] + extra, shares, target is not None, n, n_classes, calibrate_plain,
+        max_noise_ratio, None, training.steps)
+    extra = terms[1:]
+    entries[0].reason = 'released once per training step on a secret batch (see the ledger)'
+    warn_if_weak(entries, n, accountant.epsilon)
     stats = one_pass(ArrayRows(x, labels), n_classes, extra, verbose)
     weights, divisor = release_class_weights(stats, target, ledger, sigmas.get('class_proportions'))
     objectives = release_terms(stats, extra, sigmas, divisor, ledger)
@@ -130,7 +145,9 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
 
     objectives.insert(0, Objective(term.label, term.feature_map, batch_target))
     releases_done()  # the recorded (plain) releases are made; the subsampled ones are not recorded
-    return train(blocks, columns, target, weights, objectives, training, rng, verbose)
+    model = train(blocks, columns, target, weights, objectives, training, rng, verbose)
+    model.release_plan = entries
+    return model
 
 
 def train(blocks, columns, target, weights, objectives, training, rng, verbose):
@@ -153,6 +170,7 @@ class KMEModel:
         self.class_weights = np.asarray(class_weights, dtype=float)
         self.loss_values = loss_values
         self.pools = None  # post-processing's reweighted pools, when that option is on
+        self.release_plan = []  # the plan's noise_plan.PlanEntry's (public numbers)
         self._rng = None
 
     def set_random_state(self, random_state):

@@ -15,7 +15,12 @@ import torch
 from tqdm.auto import tqdm
 
 from sdv_dpkme.engines.calibration import ROWS, calibrate, calibrate_values
-from sdv_dpkme.engines.generator import TabularGenerator, collapsed_classes, train_generator
+from sdv_dpkme.engines.generator import (
+    TabularGenerator,
+    class_loss_weights,
+    collapsed_classes,
+    train_generator,
+)
 from sdv_dpkme.engines.kme_pairs import links_to_use
 from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
 from sdv_dpkme.engines.simplex_weights import simplex_weights_for_terms
@@ -59,7 +64,7 @@ def trained_generator(blocks, columns, target, weights, objectives, training, rn
     history = train_generator(
         generator, objectives, classes, training.steps, training.batch_size,
         training.learning_rate, training.device, rng, verbose=verbose, schedule=training.schedule,
-        class_weights=weights[classes],
+        class_weights=class_loss_weights(objectives, classes),
     )
     collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
     history.attrs['pair_cell_noise'] = noise

@@ -118,6 +118,8 @@ def _ledger(report):
     parts.append(html_table(['#', 'Release', 'What', 'Mechanism', 'Sensitivity (L2)',
                              'Noise multiplier', 'Noise std', 'Count', 'Dimension', 'Sampling'],
                             rows, cls='data ledger'))
+    if getattr(report, 'plan', None):
+        parts.append(_plan(report.plan))
     if report.reserved_delta:
         parts.append('<h3>Reserved δ</h3>')
         parts.append(html_table(['For', 'δ', 'Why'],
@@ -136,6 +138,20 @@ def _ledger(report):
                         note='Every noisy release of the fit, as the accountant counted it. The '
                              'same record is in the privacy report JSON written by '
                              '<code>fit</code>.')
+
+
+def _plan(plan):
+    """The release plan, decided before any spend from public facts only."""
+    rows = [[p['group'], p['decision'], f"{p['releases']} of {p['planned']}",
+             f"{p['dimension']:,}", format_number(p['expected_noise_norm'], 3),
+             format_number(p['signal_bound'], 3), format_number(p['ratio'], 3), p['reason']]
+            for p in plan]
+    return ('<h3>Release plan</h3><p>Decided before any spend, from public facts only (n, ε, '
+            'δ, the layout, the options): a term whose expected noise norm is far above the '
+            'largest norm its signal can have is dropped or narrowed, and its budget goes to '
+            'the terms kept.</p>'
+            + html_table(['Release', 'Decision', 'Releases', 'Dimension', 'Expected noise norm',
+                          'Signal bound', 'Noise / bound', 'Why'], rows, cls='data plan'))
 
 
 def _align_dtypes(real, synthetic):

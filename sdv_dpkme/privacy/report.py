@@ -63,6 +63,11 @@ class PrivacyReport:
     # every option of the fit (``{'kernel.sum_order': 100, 'training.steps': 'auto', ...}``):
     # what each release was and how the releases were post-processed, all public settings
     parameters: dict = field(default_factory=dict)
+    # the release plan, decided before any spend from public facts only: one dict per release
+    # group (group, decision kept/narrowed/dropped, releases, planned, dimension, sensitivity,
+    # noise_multiplier, expected_noise_norm, signal_bound, ratio, reason); empty where a
+    # method has no such plan
+    plan: list = field(default_factory=list)
 
     def __post_init__(self):
         self._settle()
@@ -118,6 +123,12 @@ class PrivacyReport:
         if len(self.releases):
             lines.append(self.to_frame().drop(columns='details').to_string(index=False))
         lines.extend(f'note: {n}' for n in self.notes)
+        for entry in self.plan:
+            lines.append(
+                f"plan: {entry['group']} {entry['decision']} ({entry['releases']} of "
+                f"{entry['planned']} releases; expected noise norm "
+                f"{entry['expected_noise_norm']:.3g}, signal bound {entry['signal_bound']:g}): "
+                f"{entry['reason']}")
         if self.parameters:
             lines.append('options: ' + ', '.join(f'{k}={v!r}' for k, v in self.parameters.items()))
         return '\n'.join(lines)

@@ -10,10 +10,12 @@ Nothing is fitted on a partition or a head. Where the in-memory fit holds the ro
      every row of the embedding pass, before it is encoded (``TableChecks``);
   2. runs domain discovery, if some modelled column has no declared domain, as a pass of its own
      (``DiscoveryRows``; the encoder depends on the discovered domains, so it comes first): the
-     workers count their rows over the public grids and values (``DiscoveryCounter``), the
-     engine's reduce adds the partial counts, and the driver adds the noise once (``discover``,
-     exactly as in memory); the data processor is then fitted by the in-memory fit's own code on
-     a public stand-in row (``public_frame``), its id/PII generators given ``data_length = n``;
+     workers check their rows first (``TableChecks`` and the declared columns' ``ValueChecks``,
+     so bad rows stop the fit before this release), then count them over the public grids and
+     values (``DiscoveryCounter``), the engine's reduce adds the partial counts, and the driver
+     adds the noise once (``discover``, exactly as in memory); the data processor is then
+     fitted by the in-memory fit's own code on a public stand-in row (``public_frame``), its
+     id/PII generators given ``data_length = n``;
   3. hands the engine ``EncodedRows``, whose pass (``SourceRows``) sends the workers the
      processor and the feature maps (drawn on the driver with the model RNG): they encode their
      rows and sum phi(x) y^T per class, and the engine's reduce adds the partials;
@@ -25,6 +27,7 @@ from sdv.errors import SynthesizerInputError
 
 from sdv_dpkme.engines.row_encoding import PartitionEncoder, repeat_notes
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
+from sdv_dpkme.scale.row_checks import CheckedPass
 from sdv_dpkme.scale.sources import SourceError, open_source
 
 SUPPORTED = ("DPHPSynthesizer and DPMERFSynthesizer (releases='single'): their releases are "
@@ -79,9 +82,10 @@ class PrivateRows:
     def __len__(self):
         return self.n
 
-    def discovery_rows(self, empty, verbose=False):
-        """Domain discovery's pass (``empty``: a table of the public dtypes, for no rows)."""
-        return DiscoveryRows(self.source, self.n, empty, verbose)
+    def discovery_rows(self, empty, verbose=False, checks=()):
+        """Domain discovery's pass (``empty``: a table of the public dtypes, for no rows;
+        ``checks``: run by the workers on every chunk before it is counted)."""
+        return DiscoveryRows(self.source, self.n, empty, verbose, checks)
 
     def encoded(self, processor, encoded_columns, checks):
         """The encoded table, once ``processor`` is fitted (``checks``: a ``TableChecks``)."""
@@ -129,7 +133,9 @@ class SourceRows:
         if total.n != self.n:  # nothing is released yet
             raise SynthesizerInputError(
                 f'The pass read {total.n:,} rows, but {self.n:,} were counted before it: the '
-                'data changed during the fit. Nothing was released; fit again on stable data.'
+                'data changed during the fit. This pass released nothing, but a domain '
+                'discovery or integer vote before it in this fit is spent; fit again on stable '
+                'data.'
             )
         return total
 
@@ -141,14 +147,19 @@ class DiscoveryRows:
     exact counts go from the engine's reduce straight to ``discover``, which noises them once.
     """
 
-    def __init__(self, source, n, empty, verbose=False):
+    def __init__(self, source, n, empty, verbose=False, checks=()):
         self.source, self.n, self.empty, self.verbose = source, n, empty, verbose
+        self.checks = list(checks)
 
     def __len__(self):
         return self.n
 
     def discovery_counts(self, counter):
-        total = self.source.map_reduce(counter, counter.columns, self.verbose,
+        # the rows' checks run here too: this pass is followed by a release (issue 42)
+        function, columns = counter, counter.columns
+        if self.checks:
+            function, columns = CheckedPass(counter, self.checks), list(self.empty.columns)
+        total = self.source.map_reduce(function, columns, self.verbose,
                                        desc='Counting private rows for domain discovery')
         # no rows read: zero counts, so discover reports the mismatch with n
         return counter(self.empty) if total is None else total

@@ -30,3 +30,28 @@ class TableChecks:
             raise (worded if showing_private_values() else sanitised(worded)) from None
         for constraint in self.constraints:
             constraint.validate(data=frame, metadata=self.metadata)
+
+
+class ValueChecks:
+    """The value checks of the declared columns' transformers (numbers, dates, undeclared
+    missing values; ``check_values``), run by the workers: in discovery's pass they refuse bad
+    rows before its release, as the in-memory fit does before its own. Public facts only."""
+
+    def __init__(self, transformers):
+        self.transformers = dict(transformers)  # {column: a fitted DP transformer}
+
+    def __call__(self, frame):
+        for column, transformer in self.transformers.items():
+            transformer.check_values(frame[column])
+
+
+class CheckedPass:
+    """A pass's map function run after ``checks`` on each chunk of all the columns."""
+
+    def __init__(self, function, checks):
+        self.function, self.checks = function, list(checks)
+
+    def __call__(self, frame):
+        for check in self.checks:
+            check(frame)
+        return self.function(frame)

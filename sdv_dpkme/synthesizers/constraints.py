@@ -54,18 +54,33 @@ class SafeConstraints:
         return {c.column_name: c.increment_value for c in self._reject_sampling_constraints
                 if isinstance(c, FixedIncrements)}
 
-    def _check_increments(self):
-        """Every FixedIncrements column needs a multiple of its increment inside its bounds."""
+    def _check_increments(self, domains=None):
+        """Every FixedIncrements column needs a multiple of its increment inside its bounds.
+
+        A declared domain that has none is an error (run before any release: public facts). A
+        discovered one is widened to the nearest multiples outside it, with a warning: its
+        release is spent by then, and widening is post-processing of it and the public step."""
         for column, step in self._increments().items():
-            domain = self._domains.get(column)
+            domain = (self._domains if domains is None else domains).get(column)
             if domain is None or not domain.is_numeric:
                 continue
-            if math.ceil(domain.low / step) > math.floor(domain.high / step):
-                raise SynthesizerInputError(
-                    f"FixedIncrements({column!r}, increment_value={step}) cannot be met: no "
-                    f'multiple of {step} lies inside its public bounds [{domain.low:g}, '
-                    f'{domain.high:g}]. Widen the bounds or change the increment.'
+            if math.ceil(domain.low / step) <= math.floor(domain.high / step):
+                continue
+            if domain.discovered:
+                low = math.floor(domain.low / step) * step
+                high = math.ceil(domain.high / step) * step
+                warnings.warn(
+                    f"The discovered bounds of '{column}' hold no multiple of its FixedIncrements "
+                    f'increment {step}, so they are widened to [{low:g}, {high:g}]. Declare its '
+                    'bounds to choose them.'
                 )
+                domain.low, domain.high = float(low), float(high)
+                continue
+            raise SynthesizerInputError(
+                f"FixedIncrements({column!r}, increment_value={step}) cannot be met: no "
+                f'multiple of {step} lies inside its public bounds [{domain.low:g}, '
+                f'{domain.high:g}]. Widen the bounds or change the increment.'
+            )
 
     def reverse_transform_constraints(self, sampled):
         """FixedIncrements columns are rounded to the nearest multiple inside the public bounds

@@ -62,10 +62,11 @@ class DistributedFit:
     def _preprocess_private_rows(self, rows):
         """``_preprocess`` without the rows: discovery's pass, then the processor fitted on a
         public stand-in row (``_prepare_encoding``); returns the ``EncodedRows``."""
-        discovery = rows.discovery_rows(self._public_empty_table(rows.columns),
-                                        bool(getattr(self, 'verbose', False)))
-        stand_in = self._prepare_encoding(None, rows=discovery)
-        encoded = list(self._data_processor.transform(stand_in).columns)
+        empty = self._public_empty_table(rows.columns)
         checks = TableChecks(self._original_metadata, self._table_name,
                              self._reject_sampling_constraints)
+        discovery = rows.discovery_rows(empty, bool(getattr(self, 'verbose', False)),
+                                        [checks, self._value_checks(empty)])  # processor
+        stand_in = self._prepare_encoding(None, rows=discovery)
+        encoded = list(self._data_processor.transform(stand_in).columns)
         return rows.encoded(self._data_processor, encoded, checks)

@@ -69,7 +69,13 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
         self._support_counts()  # the support plan against the declared target categories
 
     def _support_counts(self):
-        """Rows per bucket of the target's one-hot block (categories, [missing], out-of-domain)."""
+        """Rows per bucket of the target's one-hot block (categories, [missing], out-of-domain).
+
+        A declared target is checked before anything is spent. A discovered one is known only
+        after its release: classes of ``support_per_class`` that discovery did not release get
+        no rows (a warning says so), and if no released class is left with rows, the released
+        classes (or, when discovery released none, the missing bucket) get the plan's rows, so
+        the fit still finishes."""
         domain = self._domains.get(self.target_column)
         if domain is None:  # discovered at fit: checked then
             return None
@@ -77,14 +83,26 @@ class DPKIPSynthesizer(BaseDPSynthesizer):
         width = len(categories) + (1 if domain.nullable else 0) + 1
         per_class = self.kernel.support_per_class
         if not isinstance(per_class, dict):
-            return [per_class] * len(categories) + [0] * (width - len(categories))
-        unknown = set(per_class) - set(categories)
-        if unknown:
-            raise SynthesizerInputError(
-                f'support_per_class names {sorted(map(str, unknown))}, which are not declared '
-                f"categories of '{self.target_column}' ({categories})."
-            )
-        return [per_class.get(c, 0) for c in categories] + [0] * (width - len(categories))
+            counts, fallback = [per_class] * len(categories), per_class
+        else:
+            unknown = set(per_class) - set(categories)
+            if unknown and not domain.discovered:
+                raise SynthesizerInputError(
+                    f'support_per_class names {sorted(map(str, unknown))}, which are not declared '
+                    f"categories of '{self.target_column}' ({categories})."
+                )
+            if unknown:
+                warnings.warn(
+                    f'support_per_class names {sorted(map(str, unknown))}, which domain discovery '
+                    f"did not release as categories of '{self.target_column}'; they get no "
+                    'support rows. Declare the target\'s categories to plan its support.')
+            counts = [per_class.get(c, 0) for c in categories]
+            fallback = max(per_class.values())
+        counts += [0] * (width - len(categories))
+        if domain.discovered and not any(counts):
+            for i in range(max(len(categories), 1)):  # the missing bucket when none is released
+                counts[i] = fallback
+        return counts
 
     def _fit_engine(self, x, blocks, target, labels, columns, ledger):
         self._check_parameters()  # attributes may have changed since construction

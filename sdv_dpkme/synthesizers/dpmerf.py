@@ -19,6 +19,8 @@ replace-one, accounted as ``training.steps`` subsampled Gaussian releases (RDP a
 for sampling without replacement).
 """
 
+from sdv.errors import SynthesizerInputError
+
 from sdv_dpkme.engines import kme
 from sdv_dpkme.engines.kernel_terms import dpmerf_terms
 from sdv_dpkme.synthesizers.kme_base import BaseDPKMESynthesizer
@@ -48,6 +50,14 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
     def _kernel_terms(self, blocks, generator, steps):
         return dpmerf_terms(blocks, self.kernel.n_features, self.kernel.length_scale, generator)
 
+    def _check_method_before_release(self, n):
+        batch = int(self.kernel.minibatch_size)
+        if self.kernel.releases == 'minibatch' and not 1 <= batch < n:
+            raise SynthesizerInputError(  # public n: refused before any release
+                f'minibatch_size must be between 1 and the number of rows - 1 ({n - 1}), got '
+                f'{batch!r}; use releases="single" for small tables.'
+            )
+
     def _fits_in_one_pass(self):
         return self.kernel.releases == 'single'  # minibatch mode samples secret batches of the rows
 
@@ -60,6 +70,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         model = kme.fit_minibatch(
             x, labels, blocks, target, columns, ledger, term, extra, self._shares(),
             int(self.kernel.minibatch_size), self._training(len(x), blocks), rng, self.verbose,
+            self._max_noise_ratio(),
         )
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)

@@ -9,6 +9,8 @@ Release plan: one Gaussian release of the private mean embedding, sensitivity 2/
 The engine is ``sdv_dpkme.engines.reweighting``.
 """
 
+import warnings
+
 import pandas as pd
 from sdv.errors import SynthesizerInputError
 
@@ -82,9 +84,31 @@ class DPReweightingSynthesizer(BaseDPSynthesizer):
         if len(public) == 0:
             raise SynthesizerInputError('public_data has no rows.')
         if check_domains:
+            outside = []
             for column, domain in self._domains.items():
-                _check_public_column(public[column], domain)
+                if not domain.discovered:
+                    _check_public_column(public[column], domain)
+                    continue
+                try:  # a discovered domain is known only after its release: warn, never stop
+                    _check_public_column(public[column], domain)
+                except SynthesizerInputError:
+                    outside.append(column)
+            if outside:
+                warnings.warn(
+                    f'public_data has values of {outside} outside their discovered domains (or '
+                    'missing where discovery found none). Those rows are kept and sampled as '
+                    'they are; the kernel sees them clipped or in the out-of-domain bucket. '
+                    'Declare these domains to check public_data against them.'
+                )
         return public[columns]
+
+    def _check_method_before_release(self, n):
+        """public_data against the declared domains (public facts), before any release."""
+        if self.public_data is not None:
+            public = self._public_table(check_domains=False)
+            declared, _ = self._resolve_domains()
+            for column, domain in declared.items():
+                _check_public_column(public[column], domain)
 
     # --------------------------------------------------------------------------- fit
     def _kernel(self, blocks, target, n_columns):

@@ -98,13 +98,22 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             return 0.01 if self.target_column is not None else 0.0
         return float(smoothing)
 
+    def _max_noise_ratio(self):
+        """The plan's threshold (``kernel.plan='auto'``), None for the fixed plan."""
+        return None if self.kernel.plan == 'fixed' else float(self.kernel.max_noise_ratio)
+
+    def _fit_rows(self, rows, blocks, target, columns):
+        super()._fit_rows(rows, blocks, target, columns)
+        # the plan's decisions, from public facts only, next to the releases they led to
+        self._privacy_report.plan = [e.to_dict() for e in self._model.release_plan]
+
     def _fits_in_one_pass(self):
         return True  # every release is a sum over the rows (see engines.accumulate)
 
-    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
-        self._check_parameters()  # kernel and training may have been replaced
-        rng = self._torch_generator()
-        terms = (self._kernel_terms(blocks, rng, self._steps(len(x), blocks))
+    def _planned_terms(self, blocks, n, rng):
+        """(terms, pair selection) the options ask for, before the release plan: public
+        layout and n only."""
+        terms = (self._kernel_terms(blocks, rng, self._steps(n, blocks))
                  + self._shared_terms(blocks, rng))
         selection = None
         kernel = self.kernel
@@ -113,11 +122,21 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
             selection = kme.PairSelection(count, float(self.training.selected_pair_weight),
                                           kernel.selected_pairs_spanning,
                                           kernel.selected_pairs_score)
+        return terms, selection
+
+    def _fit_engine(self, x, blocks, target, labels, columns, ledger):
+        self._check_parameters()  # kernel and training may have been replaced
+        rng = self._torch_generator()
+        terms, selection = self._planned_terms(blocks, len(x), rng)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
-                        self._training(len(x), blocks), rng, self.verbose, selection)
+                        self._training(len(x), blocks), rng, self.verbose, selection,
+                        self._max_noise_ratio())
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
-        return model, self._report_notes(terms) + self._pair_notes
+        # the pairs' layout notes, unless the release plan dropped the term altogether
+        dropped = {e.group for e in model.release_plan if e.decision == 'dropped'}
+        return model, self._report_notes(terms) + ([] if 'pairs' in dropped
+                                                    else self._pair_notes)
 
     def _warn_if_unlinked(self, model, blocks):
         """category_links=True that training could not apply: say why rather than stay silent

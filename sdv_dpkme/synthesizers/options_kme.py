@@ -54,6 +54,14 @@ class _KMEKernel:
         selected_pairs_spanning: choose them as a spanning forest first (an MST-like tree).
         selected_pairs_score: what ranks the pairs: 'signal' (association energy) or 'tv'
             (distance from independence).
+        plan: 'auto' decides before any spend, from public facts only (n, epsilon, delta, the
+            layout, these options), which optional releases to make: a term whose expected
+            noise norm is more than ``max_noise_ratio`` times the largest norm its signal can
+            have is dropped ('marginals', 'pairs', 'selected_pairs') or narrowed (fewer
+            product-kernel redraws), the largest first, and its budget share goes to the terms
+            that remain. 'fixed': every term the options ask for. The privacy report lists the
+            plan's decisions and numbers either way (docs/privacy_report.md).
+        max_noise_ratio: the threshold of ``plan='auto'`` (a number > 0).
     """
 
     budget_shares: dict = None
@@ -64,6 +72,8 @@ class _KMEKernel:
     selected_pairs: object = 0
     selected_pairs_spanning: bool = False
     selected_pairs_score: str = 'signal'
+    plan: str = 'auto'
+    max_noise_ratio: float = 5.0
 
     def __post_init__(self):
         shares = self.budget_shares
@@ -88,6 +98,11 @@ class _KMEKernel:
               f'{self.selected_pairs_spanning!r}.')
         check(self.selected_pairs_score in ('signal', 'tv'),
               f"selected_pairs_score must be 'signal' or 'tv', got {self.selected_pairs_score!r}.")
+        check(isinstance(self.plan, str) and self.plan in ('auto', 'fixed'),
+              f"plan must be 'auto' or 'fixed', got {self.plan!r}.")
+        ratio = self.max_noise_ratio
+        check(_number(ratio) and 0 < ratio < math.inf,
+              f'max_noise_ratio must be a number > 0, got {ratio!r}.')
 
 
 @dataclass(frozen=True)

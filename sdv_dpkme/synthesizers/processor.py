@@ -7,6 +7,7 @@ min/max and rounding, are dropped. A user's transformer is accepted only if it i
 checked against the machine's memory (from n and the domains, both public).
 """
 
+import copy
 import os
 import warnings
 
@@ -14,11 +15,12 @@ from rdt.transformers.id import RegexGenerator
 from rdt.transformers.pii.anonymizer import AnonymizedFaker
 from sdv.errors import SynthesizerInputError
 
-from sdv_dpkme.domain import DP_TRANSFORMERS, DomainError, transformer_for
+from sdv_dpkme.domain import DP_TRANSFORMERS, DomainError, integers, transformer_for
 from sdv_dpkme.domain.decoding import DPHyperTransformer
 from sdv_dpkme.domain.transformers import FIXED_SEED, DPCategoricalTransformer
 from sdv_dpkme.features import Block
 from sdv_dpkme.scale.fit import PrivateRows
+from sdv_dpkme.scale.row_checks import ValueChecks
 from sdv_dpkme.synthesizers.public_state import (
     column_dtypes,
     generated_column,
@@ -120,13 +122,14 @@ class DPProcessor:
         pass, and n): the processor is then fitted on a public stand-in, never on a partition.
         Returns the frame the processor was fitted on."""
         processor = self._data_processor
+        n = len(table_data if rows is None else rows)
+        self._check_before_release(table_data, n)
         self._open_ledger()
         try:
             self._discover_domains(table_data, rows)
         except DomainError as err:
             raise SynthesizerInputError(str(err)) from None
-        self._check_increments()  # discovered bounds too
-        n = len(table_data if rows is None else rows)
+        self._check_increments()  # discovered bounds: widened with a warning, never an error
         if table_data is None:
             columns = list(self._original_metadata._convert_to_single_table().columns)
             table_data = public_frame(columns, self._domains, self._column_dtypes(
@@ -142,6 +145,46 @@ class DPProcessor:
         set_data_length(processor._hyper_transformer.field_transformers.values(), n)
         warn_undeclared_types(self._domains, table_data)
         return table_data
+
+    def _check_before_release(self, table_data, n):
+        """What can fail, checked before the first release (discovery's, the integer vote's):
+        after it, a failure would cost budget and return no model. Public facts (the modelled
+        columns, the declared bounds, the method's options against n), and, for rows at hand,
+        the declared columns' values as their transformers will read them (numbers, dates,
+        undeclared missing values): errors to the curator, which release nothing."""
+        declared, undeclared = self._resolve_domains()
+        if not (set(declared) | set(undeclared)) - {self.target_column}:
+            raise SynthesizerInputError('There is no modelled column besides the target.')
+        self._check_increments(declared)
+        self._check_parameters()  # options may have been replaced since construction
+        self._check_method_before_release(n)
+        if table_data is None:  # distributed: the workers check the rows in the engine's pass
+            return
+        if not undeclared and not any(integers.needs_vote(d) for d in declared.values()):
+            return  # nothing is released before the processor's own transform checks them
+        checks = self._value_checks(table_data.iloc[:0])
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # the transform warns, once
+            checks(table_data)
+
+    def _value_checks(self, empty):
+        """The declared columns' value checks (``ValueChecks``), with the transformers the fit
+        will use (a user's DP transformer, else the domain's), fitted on ``empty`` (no rows):
+        run on the rows before the first release, in memory or by a distributed pass's workers."""
+        declared, _ = self._resolve_domains()
+        transformers = {}
+        for column, domain in declared.items():
+            if column not in empty.columns:
+                continue
+            user = self._user_transformers.get(column)
+            transformer = (copy.deepcopy(user) if isinstance(user, DP_TRANSFORMERS)
+                           else transformer_for(domain))
+            transformer.fit(empty[[column]], column)
+            transformers[column] = transformer
+        return ValueChecks(transformers)
+
+    def _check_method_before_release(self, n):
+        """Hook: a method's checks of its options against n (public), before any release."""
 
     def auto_assign_transformers(self, data):
         """Show the transformers a fit would use (nothing is learned from the data).

@@ -120,6 +120,8 @@ def public_frame(columns, domains, dtypes):
         domain = domains.get(column)
         if domain is None:  # a generator: it only needs a value of its own dtype
             value = 0 if dtypes[column].kind in 'iu' else 'x'
+        elif domain.empty:  # discovery released nothing: its one sampled bucket is missing
+            value = None
         elif domain.sdtype == 'datetime':
             value = pd.Timestamp(int(domain.low))
             if domain.datetime_format:

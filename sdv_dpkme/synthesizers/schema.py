@@ -21,7 +21,7 @@ from sdv_dpkme.domain import (
     resolve_domains,
 )
 from sdv_dpkme.domain import integers
-from sdv_dpkme.domain.discovery import check_usable, warn_discovered
+from sdv_dpkme.domain.discovery import warn_discovered, warn_single_category
 from sdv_dpkme.domain.spec import default_scale, is_discrete
 from sdv_dpkme.domain.transformers import (
     DPDatetimeTransformer,
@@ -96,7 +96,7 @@ class PublicSchema:
         if undeclared:
             discovery = discover(source, undeclared, self._ledger, self.domain_budget_share)
             warn_discovered(discovery)
-            check_usable(discovery, self.target_column)  # kept only if usable
+            warn_single_category(discovery, self.target_column)  # constant columns: warned
             self._discovery = discovery
             declared = {**declared, **discovery.domains}
         # after discovery, whose delta reservation must precede every release
@@ -148,7 +148,11 @@ class PublicSchema:
                      (None, 'linear') else '') + integer(d)
                   for d in self._domains.values() if d.is_numeric]
         inputs += [f"categories of '{d.name}': {len(d.categories)} {origin(d)} + missing + "
-                   'out-of-domain buckets' for d in self._domains.values() if not d.is_numeric]
+                   'out-of-domain buckets' for d in self._domains.values()
+                   if not d.is_numeric and not d.empty]
+        inputs += [f"'{d.name}': nothing released by domain_discovery, so only its missing "
+                   'bucket (and the out-of-domain one) is modelled'
+                   for d in self._domains.values() if d.empty]
         inputs.append('number of rows n (replace-one adjacency)')
         return inputs
 

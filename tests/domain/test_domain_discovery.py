@@ -4,6 +4,7 @@ Noise seeds here are TEST ONLY (they make runs reproducible; a known seed voids 
 """
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -23,11 +24,11 @@ from sdv_dpkme.domain.discovery import (
     NAME,
     NUMERIC_EDGES,
     category_threshold,
-    check_usable,
     count_vector,
     numeric_threshold,
     sensitivity,
     warn_discovered,
+    warn_single_category,
 )
 from sdv_dpkme.privacy import GaussianMechanism, NoiseSource, PrivacyAccountant
 from sdv_dpkme.privacy._autodp import mechanism_zoo
@@ -329,9 +330,9 @@ def test_issue21_item3_cut_share_is_exact_without_noise():
     assert result.cut['lab'][0] == pytest.approx(expected, abs=1e-12)
 
 
-def test_issue21_item3_single_category_and_one_class_target_are_errors():
-    """Item 3: a target left with fewer than 2 classes, or a flag with 1 value, is an error
-    that says what to declare."""
+def test_issue42_single_category_and_one_class_target_warn_what_to_declare():
+    """Issue 42 item 3 (was an error after the release, issue 21 item 3): a target left with
+    fewer than 2 classes, or a flag with 1 value, warns and says what to declare."""
     rng = np.random.default_rng(1)
     n = 3000
     table = pd.DataFrame({
@@ -343,16 +344,19 @@ def test_issue21_item3_single_category_and_one_class_target_are_errors():
     })
     undeclared = {c: cat(c) for c in table}
     result = discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
-    with pytest.raises(DomainError) as err:
-        check_usable(result, target='label')
-    message = str(err.value)
-    assert "'label' (the target_column: it needs 2 classes or more)" in message
+    with pytest.warns(DomainDiscoveryWarning) as record:
+        warn_single_category(result, target='label')
+    (message,) = [str(w.message) for w in record]
+    assert "'label' (the target_column: every synthetic row gets this class" in message
     assert "domain={'known_categories': {'label': ['healthy', ...]}}" in message
     assert "domain={'known_categories': {'flag': ['f', ...]}}" in message
     assert "sdtype 'boolean'" in message and "sdtype 'numerical'" in message
     assert "'city'" not in message and 'domain_template' in message
     assert "'sick'" not in message and "'t'" not in message  # only released values are named
-    check_usable(discover(table[['city']], {'city': cat('city')}, ledger(seed=0), 0.5), 'city')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        warn_single_category(discover(table[['city']], {'city': cat('city')}, ledger(seed=0),
+                                      0.5), 'city')
 
 
 def test_issue21_item3_too_few_rows_fail_before_spending_and_point_at_the_fix():
@@ -375,11 +379,20 @@ def test_issue21_item3_too_few_rows_fail_before_spending_and_point_at_the_fix():
     assert 'The table has 215 rows' in message and 'Nothing was spent' in message
     assert "'gender' (categorical): a value needs" in message
     assert 'give it sdtype' not in message.split("'gender'")[1].split('\n')[0]
-    # with more budget the release happens, and the names and phones clear nothing
-    with pytest.raises(DomainError) as spent:
-        discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
-    assert 'budget of this fit is spent' in str(spent.value)
-    for message in (str(err.value), str(spent.value)):
+    # with more budget the release happens, and the names and phones clear nothing: spent, so
+    # (issue 42) they keep only their missing bucket and a warning says what to declare
+    with pytest.warns(DomainDiscoveryWarning) as record:
+        result = discover(table, undeclared, ledger(epsilon=1.0, seed=0), 0.1)
+    spent = [str(w.message) for w in record if 'released nothing usable' in str(w.message)]
+    assert len(spent) == 1 and 'all their synthetic values are missing' in spent[0]
+    empty = [c for c, d in result.domains.items() if d.empty]
+    assert {'name', 'phone'} <= set(empty) and set(result.domains) == set(undeclared)
+    for column in empty:
+        dom = result.domains[column]
+        assert dom.nullable and dom.categories == [] and not dom.is_numeric
+        assert transformer_for(dom).buckets == ['__missing__', '__other__']
+        assert 'nothing released' in result.summary[column]
+    for message in (str(err.value), spent[0]):
         assert 'sdv_dpkme.domain.domain_template(metadata)' in message
         assert "give it sdtype 'name'" in message and "give it sdtype 'phone_number'" in message
         assert "'boolean'" in message  # the sdtypes detection gets wrong

@@ -1,4 +1,4 @@
-"""The generator's loss weights each class by its released proportion (issue 42).
+"""The generator's loss weights each class by the public noise of its targets (issue 42).
 
 A class-conditional target is the noisy joint release divided by the class's proportion p_c, so
 its noise has std sigma / p_c. On FARS (8 classes, one of about 1 row in 8,000 that the proportion
@@ -7,9 +7,10 @@ drive the layers every class shares: RACE 'White' came out at 0.6 % instead of 1
 """
 
 import numpy as np
+import pytest
 import torch
 
-from sdv_dpkme.engines.generator import Objective, mmd_to_target
+from sdv_dpkme.engines.generator import Objective, class_loss_weights, mmd_to_target
 from sdv_dpkme.engines.kme_training import Training, trained_generator
 from sdv_dpkme.features import Block, SumKernelMap
 
@@ -59,3 +60,25 @@ def test_class_weights_scale_each_class_term():
     weighted = mmd_to_target(target, sums, sq, counts, unbiased=False,
                              class_weights=torch.tensor([0.25, 0.0]))
     assert plain.item() == 2.0 and weighted.item() == 0.25
+
+
+def test_a_well_measured_minority_class_keeps_its_weight():
+    # Adult-like: two classes, 24 % minority, noise small next to the signal bound. Weighting by
+    # p_c^2 (the first fix) gave the minority a tenth of the majority's pull and cost TSTR.
+    fmap = SumKernelMap(BLOCKS, 4, 0.05)
+    p = torch.tensor([0.76, 0.24, 1.0], dtype=torch.float64)  # last: unsampled bucket
+    noise = 1e-3 / p
+    objective = Objective('Sum kernel', fmap, torch.zeros(3, fmap.dim), noise_std=noise)
+    weights = class_loss_weights([objective], [0, 1])
+    assert weights[0] == 1.0 and weights[1] > 0.99
+    # a class of a few rows: its target is nearly all noise, its weight about S / N_c
+    noisy = Objective('Sum kernel', fmap, torch.zeros(3, fmap.dim),
+                      noise_std=torch.tensor([0.01 / 0.997, 0.01 / 0.003, 1.0]))
+    weights = class_loss_weights([noisy], [0, 1])
+    energy = fmap.dim * (0.01 / 0.003) ** 2
+    assert weights[0] == 1.0 and weights[1] == pytest.approx(1 / (1 + energy), rel=0.05)
+
+
+def test_without_known_noise_every_class_weighs_the_same():
+    fmap = SumKernelMap(BLOCKS, 4, 0.05)
+    assert class_loss_weights([Objective('Sum kernel', fmap, lambda step: None)], [0, 1]) is None

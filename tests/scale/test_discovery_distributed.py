@@ -235,3 +235,22 @@ def test_rows_that_change_before_the_discovery_pass_release_nothing():
     with pytest.raises(DomainError, match='read 599 rows, but 600 were counted'):
         discover(_ShrinkingRows(pd.DataFrame({'c': ['a', 'b'] * 300})), undeclared, led, 0.5)
     assert accountant.releases == [] and accountant.reserved == []  # nothing spent or reserved
+
+
+@pytest.mark.parametrize('bad', ['missing', 'metadata'])
+def test_bad_rows_are_refused_in_discoverys_pass_before_its_release(tmp_path, released, bad):
+    """Issue 42 item 3: a distributed fit checked its rows (SDV's metadata checks, the declared
+    columns' values) only in the embedding pass, after discovery's release had spent budget.
+    Discovery's pass now runs the same checks before it counts."""
+    table = make_table(600, seed=4)
+    if bad == 'missing':  # a declared, not nullable column
+        table['age'] = table['age'].astype(float)
+        table.loc[550, 'age'] = np.nan
+    else:  # a key that is not unique within one chunk
+        table.loc[550, 'pk'] = table.loc[549, 'pk']
+    synth = _synth(known_min_max_values={'age': (18, 90)}, integer_columns=['age'])
+    for data in (_parquet(table, tmp_path, cuts=(300,)), dd.from_pandas(table, npartitions=2)):
+        with pytest.raises(Exception) as err:
+            _fit(synth, data)
+        assert ("age" if bad == "missing" else "pk") in str(err.value), str(err.value)
+        assert released == []

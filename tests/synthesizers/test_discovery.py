@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from sdv.errors import SynthesizerInputError
 from sdv.metadata import Metadata
+from sdv.sampling import Condition
 
-from sdv_dpkme import DPHPSynthesizer
+from sdv_dpkme import DPHPSynthesizer, DPKIPSynthesizer
 from sdv_dpkme.domain import DomainDiscoveryWarning, DomainError
 from sdv_dpkme.privacy._autodp import mechanism_zoo
 from sdv_dpkme.privacy.testing import fixed_noise
@@ -20,6 +21,7 @@ from tests.conftest import (
     BOUNDS,
     CATEGORIES,
     FAST,
+    FAST_BY_CLASS,
     SYNTHESIZERS,
     make_metadata,
     make_table,
@@ -218,24 +220,34 @@ def _flags_table(n=2400, seed=0):
     })
 
 
-def test_issue21_item3_one_class_target_and_one_value_flag_stop_the_fit():
-    """Item 3: discovery cut the target to 1 class and flags to 1 value, and the fit went on
-    with a warning; every synthetic row had the same class."""
+def test_issue42_one_class_target_and_one_value_flag_warn_and_the_fit_finishes():
+    """Issue 42 item 3: discovery cut the target to 1 class and a flag to 1 value after its
+    release. The fit used to stop there (budget spent, no model); now it finishes, the columns
+    are constant in the synthetic rows, and the warning says what to declare."""
     synth = make(Synth, _flags_metadata(), epsilon=1.0, target_column='target',
                  **{k: v for k, v in FAST.items() if k != 'nullable_columns'})
     with fixed_noise(0), warnings.catch_warnings(record=True) as record:
         warnings.simplefilter('always')
-        with pytest.raises(SynthesizerInputError) as err:
-            synth.fit({'t': _flags_table()})
-    message = str(err.value)
-    assert "'target' (the target_column: it needs 2 classes or more)" in message
+        synth.fit({'t': _flags_table()})
+    found = [str(w.message) for w in record if issubclass(w.category, DomainDiscoveryWarning)]
+    (message,) = [m for m in found if 'single category' in m]
+    assert "'target' (the target_column: every synthetic row gets this class" in message
     assert "domain={'known_categories': {'target': ['negative', ...]}}" in message
     assert "domain={'known_categories': {'sick': ['f', ...]}}" in message
+    assert 'The fit goes on with these columns constant' in message
     assert 'hypothyroid' not in message  # never released, never named
-    (warning,) = [w for w in record if issubclass(w.category, DomainDiscoveryWarning)]
-    assert "'TSH': [0, 1e-06]; about" in str(warning.message)  # how much it cuts, said
-    assert "'TSH'" in str(warning.message).split('are estimated to cut')[0].split('\n')[-1]
-    assert not synth._fitted and synth._discovery is None  # an unusable discovery is not kept
+    (warning,) = [m for m in found if 'were discovered under' in m]
+    assert "'TSH': [0, 1e-06]; about" in warning  # how much it cuts, said
+    assert "'TSH'" in warning.split('are estimated to cut')[0].split('\n')[-1]
+    assert synth._fitted and synth._discovery is not None
+    names = set(synth.get_privacy_report().to_frame()['name'])
+    assert {'domain_discovery', 'class_proportions', 'marginals'} <= names  # the model's too
+    rows = synth.sample(200)['t']
+    assert len(rows) == 200 and set(rows['target']) == {'negative'}
+    assert set(rows['sick']) == {'f'}
+    assert rows['age'].notna().all() and rows['age'].nunique() > 1
+    conditioned = synth.sample_from_conditions([Condition({'target': 'negative'}, num_rows=5)])
+    assert list(conditioned['t']['target']) == ['negative'] * 5
     # declaring what the error says fits
     synth = make(Synth, _flags_metadata(), epsilon=1.0, target_column='target',
                  known_categories={'target': ['hypothyroid', 'negative'], 'sick': ['f', 't']},
@@ -245,6 +257,61 @@ def test_issue21_item3_one_class_target_and_one_value_flag_stop_the_fit():
         (warning,) = _fit(synth, _flags_table())
     assert "'age'" in str(warning.message)
     assert synth._domains['target'].categories == ['hypothyroid', 'negative']
+
+
+def _unreleasable_table(n=3000, seed=0):
+    """Columns whose values are too spread for any bin or value to clear discovery's
+    threshold (names, a number over 18 orders of magnitude, dates over five centuries)."""
+    rng = np.random.default_rng(seed)
+    low, high = pd.Timestamp('1700-01-02').value, pd.Timestamp('2240-01-01').value
+    return pd.DataFrame({
+        'name': [f'Person {i}' for i in rng.integers(0, 10**6, n)],
+        'spread': 10 ** rng.uniform(-6, 12, n) * rng.choice([-1, 1], n),
+        'when': pd.to_datetime(rng.integers(low, high, n)),
+        'label': rng.choice(['a', 'b'], n),
+        'age': rng.uniform(1, 95, n).round(),
+    })
+
+
+def _unreleasable_metadata():
+    return Metadata.load_from_dict({'tables': {'t': {'columns': {
+        'name': {'sdtype': 'categorical'}, 'spread': {'sdtype': 'numerical'},
+        'when': {'sdtype': 'datetime'}, 'label': {'sdtype': 'categorical'},
+        'age': {'sdtype': 'numerical'},
+    }}}})
+
+
+@pytest.mark.parametrize('target', ['label', 'name'])
+def test_issue42_columns_discovery_released_nothing_for_come_out_missing(target):
+    """Issue 42 item 3: nothing cleared discovery's threshold for some columns, after the
+    release. The fit used to stop (budget spent, no model); now those columns keep only their
+    missing bucket, the fit finishes and samples, and the warning says what to declare. Also
+    when that column is the target (DP-KIP needs support rows for some class: the missing one)."""
+    for cls in (Synth, DPKIPSynthesizer):
+        fast = {k: v for k, v in FAST_BY_CLASS[cls.__name__][0].items()
+                if k not in ('nullable_columns', 'target_column')}
+        synth = make(cls, _unreleasable_metadata(), epsilon=1.0, target_column=target,
+                     random_state=0, **fast)
+        with fixed_noise(0), warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter('always')
+            synth.fit({'t': _unreleasable_table()})
+        (message,) = [str(w.message) for w in record if 'released nothing usable' in
+                      str(w.message)]
+        for column in ('name', 'spread', 'when'):
+            assert f"  - '{column}': no " in message
+            assert synth._domains[column].empty
+        assert "give it sdtype 'name'" in message and 'Person' not in message
+        assert 'all their synthetic values are missing' in message
+        rows = synth.sample(40)['t']
+        assert len(rows) == 40
+        assert rows[['name', 'spread', 'when']].isna().all().all()
+        assert rows['spread'].dtype == np.float64 and rows['when'].dtype.kind == 'M'
+        assert rows['age'].notna().all()
+        if target == 'label':
+            assert set(rows['label']) <= {'a', 'b'} and rows['label'].notna().all()
+        inputs = synth.get_privacy_report().public_inputs
+        assert "'spread': nothing released by domain_discovery, so only its missing bucket " \
+            '(and the out-of-domain one) is modelled' in inputs
 
 
 def _detected(table):

@@ -62,12 +62,12 @@ def test_loss_values_show_each_term_above_its_public_noise_floor_issue21():
     sampled = weights > 0
     for name, floor in floors.items():
         group = {'Sum kernel': 'sum_kernel', 'Marginals': 'marginals', 'Pairs': 'pairs'}.get(name)
-        if group is not None:  # floor = P * sum_c q_c^2 (std / w_c)^2, P features per class,
-            # q_c = w_c / sum w: each class's loss term is weighted by q_c^2 (issue 42)
+        if group is not None:  # floor = P * sum_c l_c (std / w_c)^2, P features per class,
+            # l_c: each class's loss term is weighted by its public noise weight (issue 42)
             row = report[report['name'] == group].iloc[0]
             per_class = row['dimension'] / len(weights)
-            q = weights[sampled] / weights[sampled].sum()
-            expected = per_class * np.sum((q * row['noise_std'] / weights[sampled]) ** 2)
+            lam = losses.attrs['class_loss_weights']
+            expected = per_class * np.sum(lam * (row['noise_std'] / weights[sampled]) ** 2)
             assert floor == pytest.approx(expected, rel=1e-9), name
         above = losses[f'{name} above noise floor']
         np.testing.assert_allclose(losses[f'{name} loss'] - above, floor, rtol=1e-9)

@@ -1,0 +1,210 @@
+"""The noise-aware release plan of the kernel-mean-embedding engine (public facts only).
+
+Before any spend, each release k is judged in the joint space (the class-weighted embedding
+the generator's loss works in): its signal, the joint mean embedding, has Frobenius norm at
+most the map's norm bound (||phi|| <= 1), and its Gaussian noise has expected norm about
+
+    sigma_k * (D_k / n) * sqrt(dimension_k * classes),
+
+from the calibrated multiplier sigma_k, the replace-one sensitivity D_k / n and the public
+width of the map. Every input is public: n (the sensitivities divide by it), epsilon, delta,
+the layout and the kernel options.
+
+``choose_releases`` drops (or, for the redrawn product kernels, narrows to fewer redraws) the
+term whose ratio noise / signal bound is the largest above ``max_ratio``, gives its share to
+the terms that remain (the plan is renormalised, so the total spend is unchanged), and repeats
+until every optional term is below ``max_ratio``. The method's own kernel (the first term) and
+the class proportions are never dropped. ``weak_signal`` then says whether that kernel, with
+the budget it got, still expects noise above its signal bound: the fit warns before spending.
+"""
+
+import math
+import warnings
+from dataclasses import asdict, dataclass, replace
+
+from sdv_dpkme.engines.errors import NoiseDominatedWarning
+from sdv_dpkme.engines.kme_pairs import selectable
+from sdv_dpkme.engines.kme_plan import plan_releases
+from sdv_dpkme.features import PairwiseKernelMap, replace_sensitivity
+
+SELECTED = 'selected_pairs'
+
+
+@dataclass
+class PlanEntry:
+    """One release group of the plan: what was decided and the public numbers behind it."""
+
+    group: str
+    decision: str  # 'kept', 'narrowed' or 'dropped'
+    releases: int  # releases made (0 when dropped)
+    planned: int  # releases the options asked for
+    dimension: int  # of one release (the largest), joint space: map width x classes
+    sensitivity: float  # L2, replace-one, of one release
+    noise_multiplier: float  # at the final plan (before dropping, for a dropped group)
+    expected_noise_norm: float
+    signal_bound: float
+    ratio: float  # expected_noise_norm / signal_bound
+    reason: str
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _selected_dimension(terms, selection):
+    """Public width of the selected-pair release: its pair count times the mean cell count of
+    a categorical pair (which pairs are chosen is decided on the 'pairs' release, so only
+    their number is public before it)."""
+    names = selectable(terms)
+    if selection is None or len(names) < 2 or selection.size(len(names)) <= 0:
+        return None
+    fmap = next(t.feature_map for t in terms if isinstance(t.feature_map, PairwiseKernelMap))
+    widths = [b.width for b in fmap.blocks if b.name in set(names)]
+    cells = [a * b for i, a in enumerate(widths) for b in widths[i + 1:]]
+    count = min(selection.size(len(names)), len(cells))
+    return max(1, round(count * sum(cells) / len(cells)))
+
+
+def _numbers(terms, plan, sigmas, n, n_classes, selected_dim):
+    """{group: (dimension, sensitivity, sigma, noise norm, signal bound)}: the worst release."""
+    out = {}
+    for term in terms:
+        fmap = term.feature_map
+        sens = replace_sensitivity(fmap) / n
+        dim = int(fmap.dim) * n_classes
+        noise = sigmas[term.group] * sens * math.sqrt(dim)
+        bound = float(getattr(fmap, 'norm_bound', 1.0))
+        if term.group not in out or noise / bound > out[term.group][3] / out[term.group][4]:
+            out[term.group] = (dim, sens, sigmas[term.group], noise, bound)
+    if SELECTED in plan:
+        sens, dim = math.sqrt(2) / n, selected_dim * n_classes
+        out[SELECTED] = (dim, sens, sigmas[SELECTED], sigmas[SELECTED] * sens * math.sqrt(dim),
+                         1.0)
+    if 'class_proportions' in plan:
+        sens = math.sqrt(2) / n
+        out['class_proportions'] = (n_classes, sens, sigmas['class_proportions'],
+                                    sigmas['class_proportions'] * sens * math.sqrt(n_classes), 1.0)
+    return out
+
+
+def _reschedule(kept, steps):
+    """The kept product redraws share the steps as the drawn ones did ('cycle': one per step in
+    turn; else contiguous blocks)."""
+    count = len(kept)
+    if not count:
+        return kept
+    if kept[0].period > 1:
+        return [replace(t, period=count, phase=r, first_step=0, last_step=None)
+                for r, t in enumerate(kept)]
+    per = max(1, steps // count)
+    return [replace(t, first_step=r * per, last_step=None if r == count - 1 else (r + 1) * per,
+                    period=1, phase=0) for r, t in enumerate(kept)]
+
+
+def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_ratio=None,
+                    selection=None, steps=1):
+    """(kept terms, whether 'selected_pairs' is released, plan, sigmas, [PlanEntry]).
+
+    ``calibrate``: the accountant's ``calibrate`` (pure: it records nothing). ``max_ratio``
+    None keeps every term (the fixed plan) and only reports the numbers."""
+    planned = {}
+    for term in terms:
+        planned[term.group] = planned.get(term.group, 0) + 1
+    core = terms[0].group if terms else None
+    kept, gone = list(terms), {}
+    while True:
+        selected_dim = _selected_dimension(kept, selection)
+        if selected_dim is not None:
+            planned.setdefault(SELECTED, 1)
+        plan = plan_releases(kept, shares, has_target, [SELECTED] if selected_dim else ())
+        sigmas = calibrate(plan)
+        numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
+        over = {g: v[3] / v[4] for g, v in numbers.items()
+                if g not in (core, 'class_proportions') and v[3] / v[4] > max_ratio} \
+            if max_ratio is not None else {}
+        if not over:
+            break
+        group = max(over, key=over.get)
+        ratio = over[group]
+        members = [t for t in kept if t.group == group]
+        # fewer redraws of a group with a fixed share: each keeps more precision (noise ~ sqrt(R))
+        fewer = int(len(members) * (max_ratio / ratio) ** 2)
+        if group != 'pairs' and len(members) > 1 and fewer >= 1:
+            others = [t for t in kept if t.group != group]
+            kept = others + _reschedule(members[:fewer], steps)
+            gone.setdefault(group, ('narrowed', numbers[group], ratio))
+            continue
+        kept = [t for t in kept if t.group != group]
+        if group == SELECTED:
+            selection = None
+        if group == 'pairs' and SELECTED in numbers:  # chosen on the 'pairs' release
+            selected = numbers[SELECTED]
+            gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4]))
+        gone[group] = ('dropped', numbers[group], ratio)
+    return kept, selected_dim is not None, plan, sigmas, _entries(
+        planned, kept, numbers, gone, max_ratio, core)
+
+
+def _entries(planned, kept, numbers, gone, max_ratio, core):
+    counts = {}
+    for term in kept:
+        counts[term.group] = counts.get(term.group, 0) + 1
+    entries = []
+    for group in [*planned, *(g for g in numbers if g not in planned)]:
+        if group in numbers:
+            dim, sens, sigma, noise, bound = numbers[group]
+        else:
+            dim, sens, sigma, noise, bound = gone[group][1]
+        ratio = noise / bound
+        made = 1 if group in (SELECTED, 'class_proportions') and group in numbers \
+            else counts.get(group, 0)
+        if group not in numbers:
+            decision = 'dropped'
+            reason = (f'expected noise norm {gone[group][2]:.3g} x its signal bound, above '
+                      f'max_noise_ratio={max_ratio:g}; its budget share went to the kept terms')
+            if gone[group][0] == 'with pairs':
+                reason = "chosen on the 'pairs' release, which was dropped"
+        elif made < planned.get(group, made):
+            decision = 'narrowed'
+            reason = (f'{planned[group]} redraws would have had expected noise norm '
+                      f'{gone[group][2]:.3g} x the signal bound (above max_noise_ratio='
+                      f'{max_ratio:g}); {made} redraws share the same budget')
+        else:
+            decision = 'kept'
+            if group in (core, 'class_proportions'):
+                reason = 'always released (the method needs it)'
+            elif max_ratio is None:
+                reason = "plan='fixed': every term the options ask for"
+            else:
+                reason = f'expected noise norm at most max_noise_ratio={max_ratio:g} x the bound'
+        entries.append(PlanEntry(group, decision, made, planned.get(group, made), dim, sens,
+                                 sigma, noise, bound, ratio, reason))
+    return entries
+
+
+def weak_signal(entries):
+    """The method's own kernel (the plan's first entry) when its expected noise norm is above
+    its signal bound (its noise can outweigh all its signal), else None. Where that release is
+    not judged here (subsampled per step), the least noisy kept release stands in."""
+    own = entries[0] if entries and math.isfinite(entries[0].ratio) else min(
+        (e for e in entries if e.decision != 'dropped' and e.group != 'class_proportions'
+         and math.isfinite(e.ratio)), key=lambda e: e.ratio, default=None)
+    return own if own is not None and own.ratio > 1 else None
+
+
+def warn_if_weak(entries, n, epsilon):
+    """``NoiseDominatedWarning`` before any spend when ``weak_signal``; says what to expect and
+    what would help. Quotes only public numbers (n is public in this package)."""
+    best = weak_signal(entries)
+    if best is None:
+        return
+    dropped = [e.group for e in entries if e.decision == 'dropped']
+    left_out = f' (the plan already left out {dropped})' if dropped else ''
+    warnings.warn(
+        f"At n={n} rows and epsilon={epsilon:g}, the plan's main release '{best.group}' "
+        f'expects noise of norm {best.ratio:.2g} times the largest norm its signal can have'
+        f'{left_out}. Expect synthetic rows that follow the data only roughly: blurred column '
+        'shapes, little of how columns move together, class shares off. More rows, a larger '
+        'epsilon, or fewer or narrower columns (fewer categories, a coarser public grouping) '
+        'would help. Nothing has been spent yet.',
+        NoiseDominatedWarning, stacklevel=4,
+    )
