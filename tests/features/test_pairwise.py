@@ -242,7 +242,8 @@ def _numeric(count):
 def test_layout_that_fits_is_the_full_map():
     layout = pair_layout(BLOCKS, 0.1, PairwiseKernelMap(BLOCKS, 0.1).dim, rng=None)
     assert layout.kept == tuple(BLOCKS) and layout.left_out == () and layout.pairs is None
-    assert layout.n_frequencies == layout.full_frequencies == PairwiseKernelMap(BLOCKS, 0.1).n_frequencies
+    full = PairwiseKernelMap(BLOCKS, 0.1).n_frequencies
+    assert layout.n_frequencies == layout.full_frequencies == full
 
 
 def test_wide_numeric_table_keeps_every_pair_with_narrower_features():
