@@ -22,9 +22,15 @@ from tqdm.auto import tqdm
 MAX_CHUNK_FLOATS = 4_000_000
 
 
+def row_floats(fmap):
+    """Floats a map materialises per row in its class sums: its dim, or less where it never
+    builds phi (the pairs map keeps one (W, W) matrix per chunk, whatever its row count)."""
+    return getattr(fmap, 'row_floats', fmap.dim)
+
+
 def chunk_rows(feature_maps, n, max_chunk_floats=MAX_CHUNK_FLOATS):
     """Rows per chunk of the feature computation (at least 64, at most n)."""
-    widest = max((fm.dim for fm in feature_maps), default=1)
+    widest = max((row_floats(fm) for fm in feature_maps), default=1)
     return max(64, min(n, max_chunk_floats // max(widest, 1)))
 
 

@@ -15,8 +15,8 @@ from sdv_dpkme.features import (
     ProductKernelMap,
     SumKernelMap,
     draw_product_subsets,
-    pair_blocks_within,
 )
+from sdv_dpkme.features.pairwise import pair_layout
 
 
 def dpmerf_terms(blocks, n_features, length_scale, rng):
@@ -57,27 +57,58 @@ def dphp_terms(blocks, *, sum_order, sum_sigma2, product_order, product_sigma2, 
 
 
 def shared_terms(blocks, marginal_length_scale, marginal_weight, pair_length_scale, pair_weight,
-                 max_pair_features, max_pair_width=None):
+                 max_pair_features, max_pair_width=None, rng=None, notes=None):
     """The terms both methods add: fine-scale marginals of the numeric columns and pairwise
-    products over all columns (each off with its length None)."""
+    products over all columns (each off with its length None). The pairs' layout
+    (``features.pair_layout``) is chosen from public widths; what it narrows or leaves out, and
+    why, is appended to ``notes`` (the privacy report's) and warned about."""
     terms = []
     if marginal_length_scale and any(b.kind == 'numeric' for b in blocks):
         fmap = FourierMarginalMap(blocks, marginal_length_scale)
         terms.append(KernelTerm('marginals', 'Marginals', fmap, weight=marginal_weight))
     if pair_length_scale and len(blocks) > 1:
-        kept, left_out = pair_blocks_within(blocks, pair_length_scale, max_pair_features,
-                                            max_pair_width)
-        if left_out:
-            warnings.warn(
-                f"The pairwise term ('pairs') leaves out the widest columns "
-                f'{[b.name for b in left_out]}: a column is left out when it has more than '
-                f'{max_pair_width:,} categories, or while the term would exceed '
-                f'{max_pair_features:,} features per class. Their own distribution is still '
-                'matched; only how they move with other columns is not. Declare fewer '
-                'categories for them (e.g. a public grouping: zip code -> its first digits), '
-                'or pass pair_length_scale=None to leave the term out.'
-            )
-        if len(kept) > 1:
-            fmap = PairwiseKernelMap(kept, pair_length_scale)
+        layout = pair_layout(blocks, pair_length_scale, max_pair_features, max_pair_width, rng)
+        said = pair_notes(layout, len(blocks), max_pair_features)
+        if notes is not None:
+            notes.extend(said)
+        if layout.left_out or layout.pairs is not None:
+            warnings.warn(' '.join(said) + _ADVICE)
+        if len(layout.kept) > 1:
+            fmap = PairwiseKernelMap(layout.kept, pair_length_scale, layout.n_frequencies,
+                                     layout.pairs)
             terms.append(KernelTerm('pairs', 'Pairs', fmap, weight=pair_weight))
     return terms
+
+
+_ADVICE = (" Each column's own distribution is still matched; only how the columns or pairs left "
+           'out move together is not. For a categorical column, declare fewer categories (e.g. a '
+           'public grouping: zip code -> its first digits); or raise max_pair_features (memory '
+           'and time per training step grow with it), or pass pair_length_scale=None to leave '
+           'the term out.')
+
+
+def pair_notes(layout, n_columns, max_features):
+    """Report notes on the 'pairs' layout: what was narrowed or left out, and why (public)."""
+    if not (layout.left_out or layout.pairs is not None
+            or layout.n_frequencies < layout.full_frequencies):
+        return []
+    notes = []
+    if layout.n_frequencies < layout.full_frequencies:
+        notes.append(
+            f"The pairwise term ('pairs') keeps every pair of columns with narrower numeric "
+            f'features: {layout.n_frequencies} of {layout.full_frequencies} Fourier frequencies '
+            f'per numeric column, so that the map fits max_pair_features={max_features:,} per '
+            'class (chosen from the public layout).')
+    if layout.pairs is not None:
+        total = len(layout.kept) * (len(layout.kept) - 1) // 2
+        notes.append(
+            f"The pairwise term ('pairs') models {layout.n_pairs:,} of the {total:,} pairs of "
+            f'its {len(layout.kept)} columns: not every pair fits max_pair_features='
+            f'{max_features:,} even at the narrowest numeric features, so it takes a cyclic '
+            'design over a random column order drawn with the model RNG from the public layout '
+            '(every column is in pairs; no data is read to choose them).')
+    if layout.left_out:
+        listed = '; '.join(f'{b.name!r}: {why}' for b, why in layout.left_out)
+        notes.append(f"The pairwise term ('pairs') leaves out {len(layout.left_out)} of "
+                     f'{n_columns} columns (no pair with any other column): {listed}.')
+    return notes

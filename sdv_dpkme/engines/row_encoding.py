@@ -18,7 +18,7 @@ import numpy as np
 
 from sdv_dpkme.domain.transformers import PublicDomainTransformer
 from sdv_dpkme.domain.unit_box import unit_box, unit_box_array
-from sdv_dpkme.engines.accumulate import ClassSums, chunk_rows, class_sums
+from sdv_dpkme.engines.accumulate import ClassSums, chunk_rows, class_sums, row_floats
 
 #: raw rows encoded at a time by a worker (the encoded block, not the features, is the bound)
 MAX_BLOCK_FLOATS = 8_000_000
@@ -89,7 +89,7 @@ class FrameRows:
 
 def pass_chunk_rows(feature_maps):
     """Rows per feature chunk of the distributed pass (at least 64)."""
-    widest = max((fm.dim for fm in feature_maps), default=1)
+    widest = max((row_floats(fm) for fm in feature_maps), default=1)
     return max(64, min(PASS_CHUNK_ROWS, PASS_CHUNK_FLOATS // max(widest, 1)))
 
 

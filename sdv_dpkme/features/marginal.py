@@ -27,7 +27,6 @@ import math
 
 import torch
 
-from sdv_dpkme.features.blocks import dense_class_moments, dense_class_sums
 
 
 def default_frequencies(length):
@@ -107,9 +106,79 @@ class FourierMarginalMap:
         pb = self._series.column_features(b, self.blocks)
         return sum(fa @ fb.T for fa, fb in zip(pa, pb)) / len(self.blocks)
 
-    class_sums = dense_class_sums
-    class_moments = dense_class_moments
+    def _class_parts(self, x, y, project):
+        """(per-block class sums (C, width) in block order, per-row ||phi||^2), without the
+        (n, dim) phi: the non-nullable columns' cos/sin as one (n, p, K) tensor contracted with
+        y, the nullable ones column by column. ``project``: each row weighted by
+        1 / max(1, ||phi||), i.e. y^T of phi projected onto the unit ball."""
+        omega, amp = self._series._consts(x)
+        plain = [b for b in self.blocks if not b.nullable]
+        sums, sq = {}, x.new_zeros(len(x))
+        values = x[:, [b.columns[0] for b in plain]]
+        if plain and not project and not y.requires_grad:  # training: ||psi|| = 1 exactly
+            sq = sq + len(plain)
+            cos_sums, sin_sums = _FourierSums.apply(values, y, omega)
+        elif plain:
+            proj = values.unsqueeze(2) * omega  # (n, p', K)
+            cos, sin = torch.cos(proj), torch.sin(proj)  # amp is applied to the (C, .) sums
+            if project:  # ||psi||^2 = sum_k a_k (cos^2 + sin^2) = 1 up to rounding
+                sq = sq + ((cos * cos + sin * sin) * amp * amp).sum((1, 2))
+        nullable = [b for b in self.blocks if b.nullable]
+        parts = self._series.column_features(x, nullable) if nullable else []
+        for part in parts:
+            sq = sq + (part * part).sum(1)
+        sq = sq / len(self.blocks)
+        if project:
+            y = y / sq.sqrt().clamp(min=1.0).unsqueeze(1)
+        if plain:
+            if project or y.requires_grad:
+                cos_sums, sin_sums = _label_sums(y, cos), _label_sums(y, sin)
+            both = torch.stack([cos_sums * amp, sin_sums * amp], dim=2)  # (C, p', 2, K)
+            sums.update(zip((b.name for b in plain), both.reshape(y.shape[1], len(plain), -1)
+                            .unbind(1)))
+        sums.update(zip((b.name for b in nullable), (y.T @ part for part in parts)))
+        scale = 1 / math.sqrt(len(self.blocks))
+        return torch.cat([sums[b.name] for b in self.blocks], 1) * scale, sq
+
+    def class_sums(self, x, y, project=True):
+        """sum_i y_i (outer) phi(x_i) (C, dim); ``project``: of phi in the unit ball (the
+        private pass), as ``dense_class_sums`` but without materialising phi."""
+        return self._class_parts(x, y.to(x.dtype), project)[0]
+
+    def class_moments(self, x, y):
+        """(class sums, class sums of ||phi||^2), as ``dense_class_moments`` (no projection)."""
+        sums, sq = self._class_parts(x, y.to(x.dtype), False)
+        return sums, y.to(x.dtype).T @ sq
 
     def describe(self):
         return (f'Fourier-series marginal kernels (length {self.length_scale:g}, '
                 f'{self.n_frequencies} frequencies) on {len(self.blocks)} numeric columns')
+
+
+class _FourierSums(torch.autograd.Function):
+    """(sum_n y_nc cos(v_np w_k), the same with sin), each (C, p, K), for training rows: the
+    backward reuses the forward's cos and sin rather than recomputing both (no grad for y)."""
+
+    @staticmethod
+    def forward(ctx, values, y, omega):
+        proj = values.unsqueeze(2) * omega
+        cos, sin = torch.cos(proj), torch.sin(proj)
+        ctx.save_for_backward(cos, sin, y, omega)
+        return _label_sums(y, cos), _label_sums(y, sin)
+
+    @staticmethod
+    def backward(ctx, grad_cos, grad_sin):
+        cos, sin, y, omega = ctx.saved_tensors
+        if grad_cos is None and grad_sin is None:
+            return torch.zeros_like(cos[..., 0]), None, None
+        d = 0
+        if grad_sin is not None:  # d sin(v w) / dv = w cos(v w)
+            d = cos * (y @ grad_sin.reshape(len(grad_sin), -1)).reshape(cos.shape)
+        if grad_cos is not None:  # d cos(v w) / dv = -w sin(v w)
+            d = d - sin * (y @ grad_cos.reshape(len(grad_cos), -1)).reshape(cos.shape)
+        return d @ omega, None, None
+
+
+def _label_sums(y, values):
+    """sum_n y_nc values_npk -> (C, p, K), as one (C, n) x (n, p K) product (no permute)."""
+    return (y.T @ values.reshape(len(values), -1)).reshape(y.shape[1], *values.shape[1:])

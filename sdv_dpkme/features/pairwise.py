@@ -22,9 +22,14 @@ row and for every subset of pairs: the sums of a map over fewer pairs
 are a rescaled sub-block of the all-pairs sums (``restrict_sums``). The class sums are computed
 as blocks of the second-moment matrix sum_i y_i psi(x_i) psi(x_i)^T of the concatenated psi,
 without materialising phi.
+
+``pair_layout`` chooses, from public widths only, the map that fits the per-class cap: every pair
+with the numeric series narrowed (fewer frequencies: the same bound, a coarser kernel), else a
+cyclic design of pairs in which every column keeps pairs, and only then fewer columns.
 """
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -43,20 +48,104 @@ def pair_blocks_within(blocks, length_scale, max_features, max_width=None):
     make the map quadratic in its width), and any column wider than ``max_width`` features
     (a zip code column's pairs cost width x every other column, per row, at fit and in every
     training step). Widths come from the public domain only."""
-    series = FourierSeries(length_scale, default_frequencies(length_scale))
-    width = dict(zip((b.name for b in blocks), _widths(blocks, series)))
-    left_out = [b for b in blocks if max_width is not None and width[b.name] > max_width]
-    kept = [b for b in blocks if b not in left_out]
+    layout = pair_layout(blocks, length_scale, max_features, max_width, narrow=False)
+    return list(layout.kept), [b for b, _ in layout.left_out]
 
-    def dim(bs):
-        total = sum(width[b.name] for b in bs)
-        return (total * total - sum(width[b.name] ** 2 for b in bs)) // 2
 
-    while len(kept) > 1 and dim(kept) > max_features:
-        widest = max(kept, key=lambda b: width[b.name])
+@dataclass(frozen=True)
+class PairLayout:
+    """The public choice of a 'pairs' map: its columns, numeric width and pairs.
+
+    ``n_frequencies`` of ``full_frequencies`` per numeric column (fewer: narrowed to fit),
+    ``pairs`` None (every pair of ``kept``) or the chosen name pairs, and ``left_out``: (block,
+    reason) for each column with no pair at all.
+    """
+
+    kept: tuple
+    left_out: tuple
+    n_frequencies: int
+    full_frequencies: int
+    pairs: tuple = None
+
+    @property
+    def n_pairs(self):
+        c = len(self.kept)
+        return c * (c - 1) // 2 if self.pairs is None else len(self.pairs)
+
+
+#: narrowing stops at this many frequencies per numeric column (cos and sin of pi v, 2 pi v:
+#: still a monotone and a U-shaped dependence); beyond, pairs rather than columns are dropped
+MIN_PAIR_FREQUENCIES = 2
+
+
+def pair_layout(blocks, length_scale, max_features, max_width=None, rng=None, narrow=True):
+    """The 'pairs' map within ``max_features`` features per class, from public widths only.
+
+    In order: columns wider than ``max_width`` are left out; then (``narrow``) the numeric
+    columns' Fourier series is cut to the most frequencies (at least ``MIN_PAIR_FREQUENCIES``)
+    at which every pair fits; then a public subset of pairs in which every column keeps pairs
+    (a cyclic design over a permutation drawn with ``rng``, the model RNG: pairs (p_i, p_i+s)
+    for the shifts s = 1, 2, ... that fit); only if not even one shift fits are the widest
+    columns left out (ties in a random order drawn with ``rng``)."""
+    full = default_frequencies(length_scale)
+    widths = _width_fn(blocks)
+    left_out = [(b, f'wider than max_pair_width={max_width:,} features')
+                for b in blocks if max_width is not None and widths(b, full) > max_width]
+    kept = [b for b in blocks if all(b is not o for o, _ in left_out)]
+
+    def dim(bs, k):
+        w = [widths(b, k) for b in bs]
+        return (sum(w) ** 2 - sum(v * v for v in w)) // 2
+
+    k = full
+    if narrow and any(b.kind == 'numeric' for b in kept):
+        floor = min(full, MIN_PAIR_FREQUENCIES)
+        while k > floor and dim(kept, k) > max_features:
+            k -= 1
+    if not narrow or len(kept) < 3 or dim(kept, k) <= max_features:
+        return _drop_widest(kept, left_out, k, full, max_features, dim, widths, rng)
+    order = list(kept)
+    if rng is not None:
+        order = [order[i] for i in torch.randperm(len(order), generator=rng).tolist()]
+    pairs, used = [], 0
+    for shift in range(1, len(order) // 2 + 1):
+        step = [(order[i], order[(i + shift) % len(order)]) for i in range(len(order))]
+        if 2 * shift == len(order):  # the opposite pairs, each once
+            step = step[:shift]
+        cost = sum(widths(a, k) * widths(b, k) for a, b in step)
+        if used + cost > max_features:
+            break
+        pairs.extend(step)
+        used += cost
+    if not pairs:
+        return _drop_widest(kept, left_out, k, full, max_features, dim, widths, rng)
+    return PairLayout(tuple(kept), tuple(left_out), k, full,
+                      tuple((a.name, b.name) for a, b in pairs))
+
+
+def _width_fn(blocks):
+    series = {}
+
+    def width(block, k):
+        if block.kind != 'numeric':
+            return block.width
+        if k not in series:
+            series[k] = FourierSeries(1.0, k)
+        return series[k].width(block)
+    return width
+
+
+def _drop_widest(kept, left_out, k, full, max_features, dim, widths, rng):
+    kept, left_out = list(kept), list(left_out)
+    ties = {}
+    if rng is not None and len(kept) > 1 and dim(kept, k) > max_features:  # draw only if used
+        ties = {b.name: r for b, r in zip(kept, torch.randperm(len(kept), generator=rng).tolist())}
+    while len(kept) > 1 and dim(kept, k) > max_features:
+        widest = max(kept, key=lambda b: (widths(b, k), ties.get(b.name, 0)))
         kept.remove(widest)
-        left_out.append(widest)
-    return kept, left_out
+        left_out.append((widest, f'among the widest ({widths(widest, k)} features) while the map '
+                                 f'exceeded max_pair_features={max_features:,}'))
+    return PairLayout(tuple(kept), tuple(left_out), k, full)
 
 
 class PairwiseKernelMap:
@@ -98,6 +187,12 @@ class PairwiseKernelMap:
             cols.append(c.repeat(widths[i]))
         self._flat = torch.cat(rows) * self._total + torch.cat(cols)
         self._cast = {}
+
+    @property
+    def row_floats(self):
+        """Floats per row of the class sums: the concatenated psi (the (W, W) second-moment
+        matrix is per chunk, not per row); sets the one pass's chunk size."""
+        return self._total
 
     def pair_names(self):
         """The map's pairs as (first, second) column names, in layout order."""

@@ -40,20 +40,25 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     def _shares(self):
         return {**self._default_budget_shares(), **(self.kernel.budget_shares or {})}
 
-    def _shared_terms(self, blocks):
+    def _shared_terms(self, blocks, rng=None):
+        """The shared terms; the notes on the pairs' layout are kept for the privacy report
+        (``_pair_notes``). ``rng``: the model RNG (a cyclic pair design's column order)."""
         kernel, training = self.kernel, self.training
+        self._pair_notes = []  # public: widths and the model RNG only
         return shared_terms(blocks, kernel.marginal_length_scale, training.marginal_weight,
                             kernel.pair_length_scale, training.pair_weight,
-                            kernel.max_pair_features, kernel.max_pair_width)
+                            kernel.max_pair_features, kernel.max_pair_width, rng,
+                            self._pair_notes)
 
     def _steps(self, n, blocks=()):
         training = self.training
         if training.steps == 'auto':
             cap = training.max_auto_steps
             per = training.auto_steps_columns
+            limit = training.auto_steps_limit or 3 * cap  # absolute, whatever the width
             if per and len(blocks) > per:  # wider tables: more pairs to fit, more steps
-                cap = min(3 * cap, round(cap * len(blocks) / per))
-            return min(cap, max(200, n))
+                cap = round(cap * len(blocks) / per)
+            return min(cap, limit, max(200, n))
         return int(training.steps)
 
     def _batch_size(self, n):
@@ -109,7 +114,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         """(terms, pair selection) the options ask for, before the release plan: public
         layout and n only."""
         terms = (self._kernel_terms(blocks, rng, self._steps(n, blocks))
-                 + self._shared_terms(blocks))
+                 + self._shared_terms(blocks, rng))
         selection = None
         kernel = self.kernel
         if kernel.selected_pairs:
@@ -128,7 +133,10 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                         self._max_noise_ratio())
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
-        return model, self._report_notes(terms)
+        # the pairs' layout notes, unless the release plan dropped the term altogether
+        dropped = {e.group for e in model.release_plan if e.decision == 'dropped'}
+        return model, self._report_notes(terms) + ([] if 'pairs' in dropped
+                                                    else self._pair_notes)
 
     def _warn_if_unlinked(self, model, blocks):
         """category_links=True that training could not apply: say why rather than stay silent

@@ -44,7 +44,8 @@ class _KMEKernel:
             kernels over every pair of columns), so that how columns move together within a
             class is matched; None leaves the release out.
         max_pair_features: cap on the size of the 'pairs' map per class (memory and training
-            cost grow with it); the widest columns are left out first, with a warning.
+            cost grow with it): the numeric features narrow to fit it, then a public subset of
+            pairs, then the widest columns are left out (report notes say which and why).
         max_pair_width: columns with more features (categories + missing/out-of-domain buckets)
             are left out of 'pairs'.
         selected_pairs: 'auto' (categorical columns - 1), 0 (off) or a count: that many
@@ -142,6 +143,9 @@ class _KMETraining:
             justify more rows).
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
+        auto_steps_limit: the absolute cap of steps='auto', however wide the table (None:
+            3 x ``max_auto_steps``); each step's cost is bounded apart from the width: the
+            'pairs' map by ``max_pair_features``, the other maps grow linearly with the columns.
     """
 
     steps: object = 'auto'
@@ -164,6 +168,7 @@ class _KMETraining:
     calibration_rows: object = 'auto'
     max_auto_steps: int = 500
     auto_steps_columns: int = None
+    auto_steps_limit: int = None
 
     def __post_init__(self):
         freeze(self, 'generator_dims', tuple(self.generator_dims))
@@ -215,6 +220,8 @@ class _KMETraining:
         check(self.auto_steps_columns is None or _integer(self.auto_steps_columns, 1),
               'auto_steps_columns must be None or an integer >= 1, got '
               f'{self.auto_steps_columns!r}.')
+        check(self.auto_steps_limit is None or _integer(self.auto_steps_limit, 1),
+              f'auto_steps_limit must be None or an integer >= 1, got {self.auto_steps_limit!r}.')
 
 
 @dataclass(frozen=True)

@@ -53,3 +53,13 @@ def test_merging_different_statistics_or_nothing_is_an_error():
         merge([None, None])
     with pytest.raises(ValueError, match='empty'):
         ClassSums.zeros(3, MAPS).means()
+
+
+def test_chunks_follow_the_floats_a_map_builds_per_row_not_its_dim():
+    from sdv_dpkme.engines.accumulate import MAX_CHUNK_FLOATS, chunk_rows
+    from sdv_dpkme.features import Block, PairwiseKernelMap
+
+    # 60 numeric columns: a pairs map of ~1.5M features per class, but 1,680 floats per row
+    fmap = PairwiseKernelMap([Block(f'n{i}', 'numeric', (i,)) for i in range(60)], 0.1)
+    assert fmap.dim > MAX_CHUNK_FLOATS // 64
+    assert chunk_rows([fmap], 10**6) == MAX_CHUNK_FLOATS // fmap.row_floats > 64

@@ -109,3 +109,29 @@ def test_bad_length_raises(length):
 def test_needs_a_numeric_column():
     with pytest.raises(ValueError, match='numeric'):
         FourierMarginalMap(BLOCKS[2:], 0.02)
+
+
+def test_class_sums_and_moments_without_phi_equal_the_dense_ones():
+    from sdv_dpkme.features.blocks import dense_class_moments, dense_class_sums
+
+    fmap = FourierMarginalMap(BLOCKS, 0.01)
+    x = _rows(300)
+    x[:3, 1] = torch.tensor([0.2, 0.5, 0.9], dtype=torch.float64)  # relaxed null flags
+    x[3] = 1e6  # a garbage row: projected in the private pass
+    gen = torch.Generator().manual_seed(3)
+    y = torch.nn.functional.one_hot(torch.randint(3, (len(x),), generator=gen), 3).double()
+    for project in (True, False):
+        expected = dense_class_sums(fmap, x, y, project=project)
+        assert torch.allclose(fmap.class_sums(x, y, project=project), expected,
+                              rtol=1e-12, atol=1e-12)
+    sums, sq = fmap.class_moments(x[4:], y[4:])
+    dense_sums, dense_sq = dense_class_moments(fmap, x[4:], y[4:])
+    assert torch.allclose(sums, dense_sums, rtol=1e-12, atol=1e-12)
+    assert torch.allclose(sq, dense_sq, rtol=1e-12, atol=1e-12)
+    # training differentiates through it like the dense map
+    a = x[4:].clone().requires_grad_(True)
+    b = x[4:].clone().requires_grad_(True)
+    weights = torch.randn(3, fmap.dim, dtype=torch.float64, generator=gen)
+    (fmap.class_moments(a, y[4:])[0] * weights).sum().backward()
+    (dense_class_moments(fmap, b, y[4:])[0] * weights).sum().backward()
+    assert torch.allclose(a.grad, b.grad, rtol=1e-10, atol=1e-10)

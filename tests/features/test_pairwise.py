@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from sdv_dpkme.features import Block, FourierMarginalMap, PairwiseKernelMap, pair_blocks_within
+from sdv_dpkme.features.pairwise import pair_layout
 from tests.features.neighbours import assert_replace_one_moves_at_most_two_over_n
 
 # a: nullable numeric, b: numeric, c: 3 categories, d: 2 categories
@@ -232,3 +233,58 @@ def test_moments_within_the_parent_equal_the_sub_maps_own_and_carry_gradients():
     (grad,) = torch.autograd.grad(sums.sum() + sq.sum(), x)
     (own_grad,) = torch.autograd.grad(own_sums.sum() + own_sq.sum(), x)
     assert torch.allclose(grad, own_grad, atol=1e-10)
+
+
+def _numeric(count):
+    return [Block(f'n{i}', 'numeric', (i,)) for i in range(count)]
+
+
+def test_layout_that_fits_is_the_full_map():
+    layout = pair_layout(BLOCKS, 0.1, PairwiseKernelMap(BLOCKS, 0.1).dim, rng=None)
+    assert layout.kept == tuple(BLOCKS) and layout.left_out == () and layout.pairs is None
+    full = PairwiseKernelMap(BLOCKS, 0.1).n_frequencies
+    assert layout.n_frequencies == layout.full_frequencies == full
+
+
+def test_wide_numeric_table_keeps_every_pair_with_narrower_features():
+    blocks = _numeric(74)  # the protein table's shape
+    full = PairwiseKernelMap(blocks, 0.1)
+    cap = full.dim // 2
+    layout = pair_layout(blocks, 0.1, cap, rng=torch.Generator().manual_seed(0))
+    fmap = PairwiseKernelMap(layout.kept, 0.1, layout.n_frequencies, layout.pairs)
+    assert layout.left_out == () and layout.pairs is None and fmap.n_pairs == 74 * 73 // 2
+    assert layout.n_frequencies < full.n_frequencies and fmap.dim <= cap
+    # the most frequencies that fit: one more would not
+    assert PairwiseKernelMap(blocks, 0.1, layout.n_frequencies + 1).dim > cap
+    x = torch.rand(50, 74, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    assert fmap(x).norm(dim=1).max().item() <= 1 + 1e-12
+
+
+def test_when_no_width_fits_every_column_keeps_pairs_in_a_cyclic_design():
+    blocks = _numeric(40)
+    floor = PairwiseKernelMap(blocks, 0.1, 2).dim
+    cap = floor // 3
+    layout = pair_layout(blocks, 0.1, cap, rng=torch.Generator().manual_seed(0))
+    assert layout.left_out == () and layout.n_frequencies == 2 and layout.pairs
+    fmap = PairwiseKernelMap(layout.kept, 0.1, layout.n_frequencies, layout.pairs)
+    assert fmap.dim <= cap and fmap.n_pairs == layout.n_pairs < 40 * 39 // 2
+    degree = {b.name: 0 for b in blocks}
+    for a, b in layout.pairs:
+        degree[a] += 1
+        degree[b] += 1
+    assert min(degree.values()) == max(degree.values()) >= 2  # a regular design
+    # the design follows the model RNG, not the column order
+    other = pair_layout(blocks, 0.1, cap, rng=torch.Generator().manual_seed(1))
+    assert set(other.pairs) != set(layout.pairs)
+    assert pair_layout(blocks, 0.1, cap, rng=torch.Generator().manual_seed(0)) == layout
+
+
+def test_columns_leave_only_when_not_even_one_cycle_fits_and_say_why():
+    blocks = _numeric(10)
+    layout = pair_layout(blocks, 0.1, 16 * 3, rng=torch.Generator().manual_seed(0))
+    assert layout.left_out and all('max_pair_features' in why for _, why in layout.left_out)
+    fmap = PairwiseKernelMap(layout.kept, 0.1, layout.n_frequencies, layout.pairs)
+    assert fmap.dim <= 16 * 3
+    # equal widths: which columns leave is a public random draw, not the first ones
+    left = {b.name for b, _ in layout.left_out}
+    assert left != {f'n{i}' for i in range(len(left))}

@@ -421,18 +421,22 @@ def test_shared_terms_are_one_reported_release_each_and_can_be_turned_off(
     assert 0.999 < report.epsilon_spent <= 1.0  # the other releases take the whole budget
 
 
-def test_pairwise_term_leaves_out_the_widest_column_with_a_warning(kme_cls, table):
+def test_pairwise_term_narrows_its_numeric_features_before_leaving_out_columns(kme_cls, table):
     cls = kme_cls
-    # the nullable 'income' (30 features) is the widest
+    # every pair does not fit at full width: the numeric features narrow, no column leaves
     synth = build(cls, target_column='label', max_pair_features=2000)
-    with pytest.warns(UserWarning, match=r"leaves out the widest columns \['income'\]"):
-        synth.fit({'t': table})
-    assert 'pairs' in set(synth.get_privacy_report().to_frame()['name'])
-    # no pair fits: the term and its release are left out
+    synth.fit({'t': table})
+    report = synth.get_privacy_report()
+    assert 'pairs' in set(report.to_frame()['name'])
+    (note,) = [n for n in report.notes if "'pairs'" in n]
+    assert 'keeps every pair' in note and 'max_pair_features=2,000' in note
+    # no pair fits: the columns leave with their reason, the term and its release are left out
     synth.kernel = dataclasses.replace(synth.kernel, max_pair_features=1)
     with pytest.warns(UserWarning, match='pair_length_scale=None'):
         synth.fit({'t': table})
-    assert 'pairs' not in set(synth.get_privacy_report().to_frame()['name'])
+    report = synth.get_privacy_report()
+    assert 'pairs' not in set(report.to_frame()['name'])
+    assert any('leaves out' in n and 'max_pair_features=1' in n for n in report.notes)
     assert len(synth.sample(10)['t']) == 10
 
 
