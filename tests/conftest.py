@@ -58,7 +58,8 @@ SYNTHESIZERS = {
         short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPMERFSynthesizer: dict(
-        fast=FAST_MERF, groups={'class_proportions', 'embedding', 'marginals', 'pairs'},
+        fast=FAST_MERF,
+        groups={'class_proportions', 'embedding', 'marginals', 'pairs', 'selected_pairs'},
         modes={'single': {}, 'minibatch': {'releases': 'minibatch', 'minibatch_size': 32}},
         steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
     ),

@@ -9,7 +9,9 @@ Release plan (Gaussian, one accountant):
      features of the numeric columns, sensitivity 2/n, and 'pairs' (unless
      ``pair_length_scale=None``): products of per-column features over every pair of columns,
      sensitivity <= 2/n (``PairwiseKernelMap.replace_bound``; both single releases in minibatch
-     mode too).
+     mode too);
+  4. 'selected_pairs' (single mode, unless ``selected_pairs=0``): the categorical pairs of a
+     spanning tree chosen on the released 'pairs' tables, released again, sensitivity sqrt(2)/n.
 The generator is trained against these fixed releases; private rows are not touched again.
 
 Minibatch mode (``kernel.releases='minibatch'``): every training step releases the joint
@@ -45,7 +47,8 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
         self._init_model(locals())
 
     def _default_budget_shares(self):
-        return {'class_proportions': 0.01, 'embedding': 0.69, 'marginals': 0.15, 'pairs': 0.15}
+        return {'class_proportions': 0.01, 'embedding': 0.69, 'marginals': 0.15, 'pairs': 0.15,
+                'selected_pairs': 0.1}
 
     def _kernel_terms(self, blocks, generator, steps):
         return dpmerf_terms(blocks, self.kernel.n_features, self.kernel.length_scale, generator)

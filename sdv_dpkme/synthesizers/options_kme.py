@@ -300,16 +300,24 @@ class DPHPTraining(_KMETraining):
 @dataclass(frozen=True)
 class DPMERFKernel(_KMEKernel):
     """DP-MERF's releases: random Fourier features of a Gaussian kernel, and the shared
-    'marginals' and 'pairs' (fields of ``_KMEKernel``; 'selected_pairs' off by default).
+    'marginals', 'pairs' and 'selected_pairs' (fields of ``_KMEKernel``).
 
     Fields (besides the shared ones):
         n_features: number D of random Fourier features (even; D/2 frequencies).
         length_scale: public length scale of the Gaussian kernel over the numeric columns, on
             the [0, 1] scale of their public bounds (a hyperparameter, never a median heuristic).
         releases: 'single' (one release, the paper's main mode) or 'minibatch' (one subsampled
-            release per training step of a secret batch of ``minibatch_size`` rows).
+            release per training step of a secret batch of ``minibatch_size`` rows). Minibatch
+            mode releases no selected pairs: 'auto' is off there, and a count is an error.
+    Defaults shared with DP-HP (they act on the shared releases, not on the method's own map):
+    marginal_length_scale 0.01 (fine enough to see single values of integer columns over ~100
+    public values) and selected_pairs 'auto' with selected_pairs_spanning (a spanning tree of
+    categorical pairs released again, 'selected_pairs' sharing the budget with the others).
     """
 
+    marginal_length_scale: float = 0.01
+    selected_pairs: object = 'auto'
+    selected_pairs_spanning: bool = True
     n_features: int = 1000
     length_scale: float = 0.3
     releases: str = 'single'
@@ -325,9 +333,28 @@ class DPMERFKernel(_KMEKernel):
               f'length_scale must be a number > 0, got {self.length_scale!r}.')
         check(_integer(self.minibatch_size, 1),
               f'minibatch_size must be an integer >= 1, got {self.minibatch_size!r}.')
+        check(self.releases == 'single' or self.selected_pairs in (0, 'auto'),
+              f"selected_pairs={self.selected_pairs!r} needs releases='single' (minibatch mode "
+              "releases no selected pairs); set selected_pairs=0 or 'auto'.")
 
 
 @dataclass(frozen=True)
 class DPMERFTraining(_KMETraining):
-    """DP-MERF's generator training: the fields and defaults of ``_KMETraining`` (the paper's
-    generator: constant learning rate, independent categorical heads, no calibration)."""
+    """DP-MERF's generator training (the fields of ``_KMETraining``).
+
+    Defaults shared with DP-HP (post-processing of the releases, whatever the feature map):
+    pair_weight 4, learning_rate_schedule 'cosine', category_smoothing and category_links
+    'auto', calibration_parents 2, and steps='auto' up to 800 (``max_auto_steps``), grown
+    beyond 14 columns (``auto_steps_columns``). The paper's generator is
+    ``DPMERFTraining(pair_weight=1, learning_rate_schedule='constant', category_smoothing=0,
+    category_links=False, calibration_parents=0, max_auto_steps=500, auto_steps_columns=None)``.
+    In minibatch mode every step is a release, so the steps also set how many.
+    """
+
+    pair_weight: float = 4.0
+    learning_rate_schedule: str = 'cosine'
+    category_smoothing: object = 'auto'
+    category_links: object = 'auto'
+    calibration_parents: int = 2
+    max_auto_steps: int = 800
+    auto_steps_columns: int = 14

@@ -79,10 +79,10 @@ def test_options_are_frozen_validated_and_keep_each_class_default():
     assert DPHPTraining(generator_dims=[8, 8]).generator_dims == (8, 8)
     hp, merf = DPHPTraining(), DPMERFTraining()
     assert (hp.pair_weight, hp.calibration_parents, hp.max_auto_steps) == (4.0, 2, 800)
-    assert (merf.pair_weight, merf.calibration_parents, merf.max_auto_steps) == (1.0, 0, 500)
-    assert (DPHPKernel().selected_pairs, DPMERFKernel().selected_pairs) == ('auto', 0)
+    assert (merf.pair_weight, merf.calibration_parents, merf.max_auto_steps) == (4.0, 2, 800)
+    assert (DPHPKernel().selected_pairs, DPMERFKernel().selected_pairs) == ('auto', 'auto')
     assert (DPHPKernel().marginal_length_scale, DPMERFKernel().marginal_length_scale) == (
-        0.01, 0.02)
+        0.01, 0.01)
 
 
 def test_a_wrong_option_object_is_a_clear_error():

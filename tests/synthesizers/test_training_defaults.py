@@ -31,11 +31,12 @@ def test_auto_smoothing_is_on_only_for_class_conditional_dphp_fits(target, expec
 def test_dphp_and_dpmerf_training_defaults():
     hp, merf = build(DPHPSynthesizer).training, build(DPMERFSynthesizer).training
     assert (hp.pair_weight, hp.learning_rate_schedule, hp.max_auto_steps) == (4.0, 'cosine', 800)
+    # issue 42: DP-MERF shares DP-HP's post-processing defaults (benchmarks/results/dpmerf_parity.md)
     assert (merf.pair_weight, merf.learning_rate_schedule, merf.category_smoothing,
-            merf.max_auto_steps) == (1.0, 'constant', 0.0, 500)
+            merf.max_auto_steps) == (4.0, 'cosine', 'auto', 800)
     explicit = build(DPHPSynthesizer, target_column='label', category_smoothing=0.0)
     assert explicit._category_smoothing() == 0.0
-    assert (hp.category_links, merf.category_links) == ('auto', False)
+    assert (hp.category_links, merf.category_links) == ('auto', 'auto')
 
 
 def test_dphp_auto_steps_grow_with_the_columns_beyond_fourteen(monkeypatch):
@@ -44,7 +45,7 @@ def test_dphp_auto_steps_grow_with_the_columns_beyond_fourteen(monkeypatch):
     assert [hp._steps(n, [None] * k) for k in (3, 14, 21, 40, 42, 80)] == \
         [800, 800, 1200, 2286, 2400, 2400]
     assert hp._steps(500, [None] * 40) == 500  # still at most one step per row
-    assert [merf._steps(n, [None] * k) for k in (3, 40)] == [500, 500]
+    assert [merf._steps(n, [None] * k) for k in (3, 40)] == [800, 2286]
     hp.training = dataclasses.replace(hp.training, steps=300)
     assert hp._steps(n, [None] * 40) == 300
     # a fit trains (and plans DP-HP's product cycle for) the steps of its own columns
@@ -116,7 +117,7 @@ def test_links_without_a_pairs_release_warn():
     assert not synth._model.generator._linked
 
 
-def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_does_not():
+def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default():
     table = make_table()
     synth = build(DPHPSynthesizer)
     assert (synth.kernel.selected_pairs, synth.kernel.selected_pairs_spanning) == ('auto', True)
@@ -133,7 +134,8 @@ def test_dphp_releases_a_spanning_tree_of_selected_pairs_by_default_and_dpmerf_d
     report = synth.get_privacy_report()
     assert 'selected_pairs' not in set(report.to_frame()['name'])
     assert report.parameters['kernel.selected_pairs'] == 0
-    assert build(DPMERFSynthesizer).kernel.selected_pairs == 0
+    merf = build(DPMERFSynthesizer).kernel
+    assert (merf.selected_pairs, merf.selected_pairs_spanning) == ('auto', True)
 
 
 @pytest.mark.slow
@@ -152,7 +154,7 @@ def test_dphp_calibrates_its_heads_by_default_without_changing_the_releases(tmp_
     table = make_table()
     on = build(DPHPSynthesizer)
     assert on.training.calibration_parents == 2
-    assert build(DPMERFSynthesizer).training.calibration_parents == 0
+    assert build(DPMERFSynthesizer).training.calibration_parents == 2
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')  # fixed noise: not private, as the test wants
         with fixed_noise(3):
