@@ -116,7 +116,7 @@ def run_kip(args):
     model = harness.make(
         DPKIPScatterNet, None, args.epsilon, delta=1e-5, images_per_class=10, epochs=args.epochs,
         batch_size=args.batch_size, clip_norm=args.clip, learning_rate=args.lr,
-        regularization=args.reg, pixel_range=(0, 255), project_support=args.project,
+        regularization=args.reg, pixel_range=(0, 255),
         mechanism=args.mechanism, moment_share=args.moment_share, moment_ridge=args.moment_ridge,
         moment_steps=args.moment_steps, group_norm_eps=args.group_norm_eps,
         random_state=args.seed, verbose=args.verbose)
