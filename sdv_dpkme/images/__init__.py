@@ -3,6 +3,7 @@ DP-MERF / DP-HP image generators. All go through the package's ledger, accountan
 ``PrivacyReport``; see docs/images.md."""
 
 from sdv_dpkme.images._inputs import ImageInputError
+from sdv_dpkme.images.convnet import PaperConvNet, convnet_accuracy, train_convnet
 from sdv_dpkme.images.distill import DPKIPScatterNet
 from sdv_dpkme.images.generators import DPHPImageGenerator, DPMERFImageGenerator
 from sdv_dpkme.images.scattering import ScatterNet, group_normalise
@@ -12,6 +13,9 @@ __all__ = [
     'DPKIPScatterNet',
     'DPMERFImageGenerator',
     'ImageInputError',
+    'PaperConvNet',
     'ScatterNet',
+    'convnet_accuracy',
     'group_normalise',
+    'train_convnet',
 ]

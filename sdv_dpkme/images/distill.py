@@ -15,6 +15,8 @@ Algorithm box (the paper's KIP loss, ScatterNet features and DP-SGD; our CPU-fri
        G   <- (sum_i g_i / max(1, ||g_i|| / C) + N(0, (sigma 2C)^2 I)) / (q n)
        X_s <- Adam(X_s, J_F(X_s)^T G)      (vector-Jacobian product through the scattering:
                                             post-processing of the noisy G)
+       X_s <- clip(X_s, 0, 1)              (projection: the released images lie in the declared
+                                            pixel range by construction, whatever the noise)
   3. release (X_s, Y_s).
 ``mechanism='moments'`` replaces step 2's T releases by ONE release of the two sums that the
 linear-kernel KIP loss reads (sum phi phi^T and sum phi y^T of unit-norm features, jointly), then
@@ -67,6 +69,25 @@ MECHANISMS = ('dp-sgd', 'moments')
 MOMENTS_NORM_EPS = 1e-6
 
 
+def project_unit_box(support):
+    """In place: the support back into the unit box after every step (NaN to the box's centre),
+    so what is released lies in the declared pixel range by construction, whatever the noise."""
+    return support.nan_to_num_(nan=0.5, posinf=1.0, neginf=0.0).clamp_(0.0, 1.0)
+
+
+def to_pixel_range(support01, pixel_range):
+    """Support in [0, 1] -> float32 images in the declared range (the ends clipped again after
+    the float32 cast, which may round past them)."""
+    low, high = (float(v) for v in pixel_range)
+    images = (low + (high - low) * support01.double()).float()
+    low32, high32 = np.float32(low), np.float32(high)
+    if float(low32) < low:
+        low32 = np.nextafter(low32, np.float32(np.inf))
+    if float(high32) > high:
+        high32 = np.nextafter(high32, np.float32(-np.inf))
+    return images.clamp_(float(low32), float(high32))
+
+
 def krr_fit(support_features, support_y, regularization):
     """alpha = (K_ss + lambda tr(K_ss)/m I)^-1 Y_s for the linear kernel (float64)."""
     f = support_features.double()
@@ -90,10 +111,6 @@ class DPKIPScatterNet:
         learning_rate: Adam's step size on the support pixels (on the [0, 1] scale).
         regularization: lambda of the trace-scaled ridge.
         pixel_range: the declared public range of the pixel values (default [0, 1]).
-        project_support: clamp the support to the pixel range after every step (post-processing).
-            None (default): True for 'moments' (the distilled images stay in the declared
-            range, at no loss of accuracy), False for 'dp-sgd' (where projecting cost accuracy;
-            benchmarks/results/images.md); ``project_support_`` says what a fit used.
         mechanism: 'moments' (default: one release of the two data sums the loss reads, features
             scaled to unit norm; the kernel is then the linear kernel on unit-norm ScatterNet
             features, for training and prediction) or 'dp-sgd' (the paper's: T Poisson-subsampled
@@ -117,13 +134,13 @@ class DPKIPScatterNet:
     After ``fit``: ``distilled_images_`` (m, [C,] H, W) float32 in the pixel range's scale,
     ``distilled_labels_`` (m,) int64, ``privacy_report_`` (``PrivacyReport``), ``history_``
     (DP outputs: DP-SGD's noisy-gradient norms, or the loss on the released sums),
-    ``project_support_``, ``fit_seconds_``. ``predict``/``score`` run kernel ridge regression on
+    ``fit_seconds_``. ``predict``/``score`` run kernel ridge regression on
     the distilled set (the paper's KRR accuracy).
     """
 
     def __init__(self, epsilon, delta=1e-5, images_per_class=10, n_classes=10, epochs=10,
                  batch_size=2000, clip_norm=1e-3, learning_rate=0.05, regularization=1e-3,
-                 pixel_range=(0.0, 1.0), project_support=None, mechanism='moments',
+                 pixel_range=(0.0, 1.0), mechanism='moments',
                  moment_share=kip_moments.GRAM_WEIGHT, moment_ridge='auto', moment_steps=300,
                  group_norm_eps=None, device='cpu', random_state=None, verbose=False):
         self.epsilon = epsilon
@@ -136,7 +153,6 @@ class DPKIPScatterNet:
         self.learning_rate = learning_rate
         self.regularization = regularization
         self.pixel_range = pixel_range
-        self.project_support = project_support
         self.mechanism = mechanism
         self.moment_share = moment_share
         self.moment_ridge = moment_ridge
@@ -155,9 +171,6 @@ class DPKIPScatterNet:
         positive_number(self.clip_norm, 'clip_norm')
         positive_number(self.learning_rate, 'learning_rate')
         positive_number(self.regularization, 'regularization', allow_zero=True)
-        if self.project_support not in (None, True, False):
-            raise ImageInputError(f'project_support must be None, True or False, got '
-                                  f'{self.project_support!r}.')
         if self.mechanism not in MECHANISMS:
             raise ImageInputError(f'mechanism must be one of {MECHANISMS}, got {self.mechanism!r}')
         if self.group_norm_eps is not None:
@@ -218,8 +231,6 @@ class DPKIPScatterNet:
 
         ledger = Ledger.open(self.epsilon, self.delta)
         self.__dict__.pop('moment_ridge_', None)  # a refit with 'dp-sgd' has none
-        self.project_support_ = bool(self.mechanism == 'moments' if self.project_support is None
-                                     else self.project_support)
         if self.mechanism == 'moments':
             history, steps, q, notes = self._distil_from_moments(
                 phi, y_all, net, support, support_y, ledger, device)
@@ -230,8 +241,7 @@ class DPKIPScatterNet:
         support = support.detach().cpu()
         if not torch.isfinite(support).all():
             warnings.warn('The distilled images hold non-finite values; lower learning_rate.')
-        p_low, p_high = pixel_range
-        images_out = (p_low + (p_high - p_low) * support).float()
+        images_out = to_pixel_range(support, pixel_range)
         self._shape = (int(channels), int(height), int(width))
         self._support01 = support.float()
         self.distilled_images_ = (images_out[:, 0] if squeeze else images_out).numpy()
@@ -246,7 +256,9 @@ class DPKIPScatterNet:
                            f'image shape {self._shape}', 'n (public under replace-one)'],
             notes=[
                 f'Support initialised from public uniform noise (model RNG); '
-                f'{len(support_labels)} images, labels fixed (centred one-hot).',
+                f'{len(support_labels)} images, labels fixed (centred one-hot); the support '
+                f'is projected to the pixel range after every step, so the released images lie '
+                f'in it whatever the noise.',
                 *notes,
                 'No private normalisation: pixels are mapped from the declared range to [0, 1]; '
                 f'ScatterNet group normalisation per image and location, variance floor '
@@ -274,7 +286,6 @@ class DPKIPScatterNet:
                                    'scattering Jacobian: post-processing)'},
         )
         optimizer = torch.optim.Adam([support], lr=float(self.learning_rate))
-        low, high = (0.0, 1.0)
         history = []
         for step in tqdm(range(steps), desc='DP-SGD on the support images',
                          disable=not self.verbose):
@@ -291,9 +302,8 @@ class DPKIPScatterNet:
             optimizer.zero_grad()
             feats.backward(noisy.to(device=device, dtype=feats.dtype))  # J^T G: post-processing
             optimizer.step()
-            if self.project_support_:
-                with torch.no_grad():
-                    support.clamp_(low, high)
+            with torch.no_grad():
+                project_unit_box(support)
             history.append(float(noisy.norm()))
         notes = [
             f'{steps} DP-SGD steps, each image in a batch with probability q = {q:.6g} '
@@ -322,12 +332,11 @@ class DPKIPScatterNet:
         def features_of(x):
             return kip_moments.unit_rows(net(x).double())
 
-        project = (lambda x: x.clamp_(0.0, 1.0)) if self.project_support_ else None
         progress = (lambda r: tqdm(r, desc='KIP on the released moments',
                                    disable=not self.verbose))
         history = kip_moments.distil(support, features_of, support_y, gram, cross,
                                      self.regularization, self.moment_steps, self.learning_rate,
-                                     project=project, progress=progress)
+                                     project=project_unit_box, progress=progress)
         notes = [
             f'One joint release of the two sums the linear-kernel KIP loss reads (n = {n}, '
             f'Gram share c = {float(self.moment_share):g}): the '

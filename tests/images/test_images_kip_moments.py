@@ -173,8 +173,7 @@ def test_one_joint_release_accounted_as_one_exact_gaussian(fitted):
     assert 0.999 <= eps <= 1.0 * (1 + 1e-9)
     assert report.epsilon_spent == pytest.approx(eps, rel=1e-6)
     assert fitted.n_steps_ == 20 and fitted.sampling_rate_ is None
-    # projected by default with this mechanism: the distilled images are in the declared range
-    assert fitted.project_support_ is True
+    # projected after every step: the distilled images are in the declared range
     assert fitted.distilled_images_.min() >= 0 and fitted.distilled_images_.max() <= 16
     assert any('One joint release of the two sums' in note for note in report.notes)
 
@@ -283,7 +282,6 @@ def test_saved_moments_model_holds_no_private_statistic(digits):
     (dict(moment_ridge='Auto'), "moment_ridge must be 'auto' or a finite number >= 0"),
     (dict(moment_ridge=float('nan')), "moment_ridge must be 'auto' or a finite number >= 0"),
     (dict(moment_steps=0), 'moment_steps'),
-    (dict(project_support='yes'), 'project_support must be None, True or False'),
     (dict(group_norm_eps=0), 'group_norm_eps must be a finite number > 0'),
     (dict(group_norm_eps=-1e-7), 'group_norm_eps must be a finite number > 0'),
     (dict(group_norm_eps=float('nan')), 'group_norm_eps must be a finite number > 0'),

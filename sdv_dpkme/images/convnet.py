@@ -1,0 +1,77 @@
+"""The downstream ConvNet of the DP-KIP-ScatterNet paper's Table 3 (the dataset-distillation
+benchmark's ConvNet): 3 blocks of [Conv 128 filters 3x3, InstanceNorm, ReLU, AvgPool 2], then one
+linear layer. A user's own network trained on the released images: it sees only DP outputs
+(``distilled_images_`` and ``distilled_labels_``, or generated images), so training it is
+post-processing and costs no privacy.
+"""
+
+import numpy as np
+import torch
+
+from sdv_dpkme.images._inputs import as_images, check_pixel_range
+
+
+class PaperConvNet(torch.nn.Module):
+    """ConvNet of Table 3 for (channels, height, width) images with pixels in [0, 1].
+
+    InstanceNorm is a GroupNorm with one group per channel (affine), as in the distillation
+    benchmark's ConvNet."""
+
+    def __init__(self, shape=(1, 28, 28), n_classes=10, width=128, depth=3):
+        super().__init__()
+        channels, height, width_px = shape
+        layers = []
+        for _ in range(depth):
+            layers += [torch.nn.Conv2d(channels, width, 3, padding=1),
+                       torch.nn.GroupNorm(width, width, affine=True), torch.nn.ReLU(),
+                       torch.nn.AvgPool2d(2)]
+            channels, height, width_px = width, height // 2, width_px // 2
+        if height < 1 or width_px < 1:
+            raise ValueError(f'images of shape {shape} are too small for {depth} pooling blocks')
+        self.features = torch.nn.Sequential(*layers)
+        self.classifier = torch.nn.Linear(width * height * width_px, n_classes)
+
+    def forward(self, x):
+        return self.classifier(self.features(x).flatten(1))
+
+
+def _tensor(images, pixel_range):
+    """(n, [C,] H, W) images in the declared range -> float32 (n, C, H, W) in [0, 1]."""
+    return as_images(np.asarray(images, dtype=np.float64), check_pixel_range(pixel_range))
+
+
+def train_convnet(images, labels, pixel_range=(0.0, 1.0), n_classes=10, steps=300,
+                  batch_size=256, learning_rate=0.01, random_state=0, model=None):
+    """Train ``model`` (default: a new ``PaperConvNet``) on labelled images, full batch when they
+    fit in ``batch_size``: SGD with momentum 0.9, weight decay 5e-4, the learning rate divided by
+    10 half way (the distillation benchmark's schedule). Returns the trained model (eval mode)."""
+    x = _tensor(images, pixel_range)
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    seed = int(np.random.SeedSequence(random_state).generate_state(1)[0])
+    if model is None:
+        with torch.random.fork_rng():  # the caller's global torch RNG is left as it was
+            torch.manual_seed(seed)
+            model = PaperConvNet(tuple(x.shape[1:]), n_classes)
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate, momentum=0.9,
+                                weight_decay=5e-4)
+    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, [max(1, steps // 2)], 0.1)
+    rng = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(int(steps)):
+        batch = (torch.randperm(len(x), generator=rng)[:batch_size] if len(x) > batch_size
+                 else slice(None))
+        loss = torch.nn.functional.cross_entropy(model(x[batch]), y[batch])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+    return model.eval()
+
+
+def convnet_accuracy(model, images, labels, pixel_range=(0.0, 1.0), chunk=500):
+    """Test accuracy of a trained model on labelled images in the declared range."""
+    x = _tensor(images, pixel_range)
+    y = np.asarray(labels)
+    with torch.no_grad():
+        pred = torch.cat([model(x[i:i + chunk]).argmax(1) for i in range(0, len(x), chunk)])
+    return float(np.mean(pred.numpy() == y))

@@ -1,0 +1,38 @@
+"""The paper's downstream ConvNet (Table 3) and the helpers that train a user's network on the
+released images."""
+
+import numpy as np
+import pytest
+import torch
+
+from sdv_dpkme.images import ImageInputError, PaperConvNet, convnet_accuracy, train_convnet
+
+
+def test_architecture_is_the_papers():
+    net = PaperConvNet((1, 28, 28))
+    kinds = [type(layer).__name__ for layer in net.features]
+    assert kinds == ['Conv2d', 'GroupNorm', 'ReLU', 'AvgPool2d'] * 3
+    convs = [layer for layer in net.features if isinstance(layer, torch.nn.Conv2d)]
+    assert [c.out_channels for c in convs] == [128] * 3 and convs[0].kernel_size == (3, 3)
+    norms = [layer for layer in net.features if isinstance(layer, torch.nn.GroupNorm)]
+    assert all(n.num_groups == n.num_channels == 128 for n in norms)  # instance norm
+    assert net(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+    assert net.classifier.in_features == 128 * 3 * 3
+
+
+def test_trains_on_few_images_and_leaves_the_global_rng_alone(digits):
+    x, y = digits
+    before = torch.random.get_rng_state()
+    model = train_convnet(x[:100], y[:100], pixel_range=(0, 16), steps=200, random_state=0)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    acc = convnet_accuracy(model, x[1000:], y[1000:], pixel_range=(0, 16))
+    assert acc > 0.5  # 100 training images: far above chance (0.1)
+    again = train_convnet(x[:100], y[:100], pixel_range=(0, 16), steps=200, random_state=0)
+    assert convnet_accuracy(again, x[1000:], y[1000:], pixel_range=(0, 16)) == acc
+
+
+def test_clear_errors():
+    with pytest.raises(ValueError, match='too small'):
+        PaperConvNet((1, 4, 4))
+    with pytest.raises(ImageInputError, match='shape'):
+        train_convnet(np.zeros((5, 784)), np.zeros(5), steps=1)
