@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 # few steps and small kernels: a fit of 300 rows takes about a second
 FAST_PARAMS = ['-p', 'steps=5', '-p', 'sum_order=10', '-p', 'product_redraws=2',
                '-p', 'batch_size=64', '-p', 'generator_dims=[32]', '-p', 'latent_dim=8',
-               '-p', 'calibration_rows=2000']
+               '-p', 'calibration_rows=2000', '-p', 'plan=fixed']
 
 
 def write_adult_files(folder, train_rows=300, holdout_rows=200):
