@@ -6,6 +6,8 @@ pairwise products) and hands the fit to ``sdv_dpkme.engines.kme``.
 
 import warnings
 
+from sdv.errors import SynthesizerInputError
+
 from sdv_dpkme.domain.spec import is_discrete
 from sdv_dpkme.engines import kme
 from sdv_dpkme.engines.calibration import generated_rows
@@ -36,6 +38,18 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
 
     def _report_notes(self, terms):
         return []
+
+    def _check_parameters(self):
+        """Also ``kernel.budget_shares``: only this method's release groups (a misspelt group
+        was ignored)."""
+        super()._check_parameters()
+        shares = self.kernel.budget_shares or {}
+        groups = sorted(self._default_budget_shares())
+        unknown = sorted(set(shares) - set(groups))
+        if unknown:
+            raise SynthesizerInputError(
+                f'budget_shares has no release group {unknown}; the groups of '
+                f'{type(self).__name__} are {groups}.')
 
     def _shares(self):
         return {**self._default_budget_shares(), **(self.kernel.budget_shares or {})}

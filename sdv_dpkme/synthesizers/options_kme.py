@@ -77,9 +77,13 @@ class _KMEKernel:
 
     def __post_init__(self):
         shares = self.budget_shares
+        # a zero share used to fail in the plan, after discovery had spent
         check(shares is None or (isinstance(shares, dict) and all(
-            _number(v) and v >= 0 for v in shares.values())),
-            f'budget_shares must be None or a dict {{release group: share >= 0}}, got {shares!r}.')
+            _number(v) and 0 < v < math.inf for v in shares.values())),
+            f'budget_shares must be None or a dict {{release group: share > 0}}, got {shares!r}. '
+            'To leave a release out, use its option instead: marginal_length_scale=None '
+            "('marginals'), pair_length_scale=None ('pairs'), selected_pairs=0 "
+            "('selected_pairs').")
         if shares is not None:
             freeze(self, 'budget_shares', dict(shares))
         for prefix in ('marginal', 'pair'):

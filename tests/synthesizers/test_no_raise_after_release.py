@@ -225,3 +225,22 @@ def test_dpkip_support_plan_naming_a_class_discovery_did_not_release_warns():
     assert any("support_per_class names ['hypothyroid'], which domain discovery did not "
                'release' in m for m in messages)
     assert list(synth.get_distilled_data()['target']) == ['negative'] * 2
+
+
+@pytest.mark.parametrize('cls', [DPHPSynthesizer, DPMERFSynthesizer])
+def test_budget_shares_are_checked_before_any_release(cls, ledgers):
+    """A zero share used to pass construction and fail in the plan, after discovery had spent
+    its budget; a misspelt group was silently ignored. Both are refused when the synthesizer is
+    built, and before any release if the kernel was replaced since."""
+    import dataclasses
+
+    fast = FAST_BY_CLASS[cls.__name__][0]
+    with pytest.raises(SynthesizerInputError, match=r"share > 0.*pair_length_scale=None"):
+        make(cls, make_metadata(), epsilon=1.0, budget_shares={'pairs': 0}, **fast)
+    with pytest.raises(SynthesizerInputError, match=r"no release group \['pair'\]"):
+        make(cls, make_metadata(), epsilon=1.0, budget_shares={'pair': 0.5}, **fast)
+    synth = make(cls, make_metadata(), epsilon=1.0, **fast)  # nothing declared: discovery
+    synth.kernel = dataclasses.replace(synth.kernel, budget_shares={'pair': 0.5})
+    with pytest.raises(SynthesizerInputError, match='no release group'):
+        synth.fit({'t': make_table()})
+    assert _nothing_released(ledgers)
