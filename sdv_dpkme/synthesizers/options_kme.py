@@ -1,7 +1,8 @@
 """Kernel and training options of the kernel-mean-embedding synthesizers (DP-HP, DP-MERF).
 
 The two methods share the extra releases ('marginals', 'pairs', 'selected_pairs') and the
-generator; their defaults differ where noted (each class keeps its own).
+generator, with the same defaults: they act on those releases or after them, never on the
+method's own feature map (DP-MERF took DP-HP's, benchmarks/results/dpmerf_parity.md).
 """
 
 import math
@@ -34,6 +35,10 @@ def freeze(config, name, value):
 class _KMEKernel:
     """What the shared releases are (the method's own maps are in the subclasses).
 
+    marginal_length_scale 0.01 is fine enough to see single values of an integer column over
+    about 100 public values; selected_pairs 'auto' with selected_pairs_spanning releases a
+    spanning tree of categorical pairs again (DP-MERF's minibatch mode releases none).
+
     Fields:
         budget_shares: ``{release group: share}`` of the privacy precision, over the default
             shares (normalised over the releases that exist). None: the defaults.
@@ -65,12 +70,12 @@ class _KMEKernel:
     """
 
     budget_shares: dict = None
-    marginal_length_scale: float = 0.02
+    marginal_length_scale: float = 0.01
     pair_length_scale: float = 0.1
     max_pair_features: int = 1_000_000
     max_pair_width: int = 512
-    selected_pairs: object = 0
-    selected_pairs_spanning: bool = False
+    selected_pairs: object = 'auto'
+    selected_pairs_spanning: bool = True
     selected_pairs_score: str = 'signal'
     plan: str = 'auto'
     max_noise_ratio: float = 5.0
@@ -112,6 +117,11 @@ class _KMEKernel:
 @dataclass(frozen=True)
 class _KMETraining:
     """How the generator is trained on the fixed releases (post-processing: no epsilon).
+
+    The defaults (pair_weight 4, a cosine learning rate, 'auto' smoothing and links,
+    calibration_parents 2, up to 800 auto steps grown beyond 14 columns) fit the releases more
+    closely than the papers' generator, which underfit them (``DPMERFTraining`` shows the
+    papers' settings).
 
     Fields:
         steps, batch_size: training steps and generated rows per step. 'auto' follows the public
@@ -159,19 +169,19 @@ class _KMETraining:
     generator_dims: tuple = (256, 256)
     numeric_noise: float = 0.0
     marginal_weight: float = 1.0
-    pair_weight: float = 1.0
+    pair_weight: float = 4.0
     selected_pair_weight: float = 1.0
-    learning_rate_schedule: str = 'constant'
-    category_smoothing: object = 0.0
-    category_links: object = False
+    learning_rate_schedule: str = 'cosine'
+    category_smoothing: object = 'auto'
+    category_links: object = 'auto'
     max_link_width: int = 64
     max_link_parents: int = 2
     link_signal_ratio: float = MIN_SIGNAL_RATIO
     reweight_generated_rows: int = None
-    calibration_parents: int = 0
+    calibration_parents: int = 2
     calibration_rows: object = 'auto'
-    max_auto_steps: int = 500
-    auto_steps_columns: int = None
+    max_auto_steps: int = 800
+    auto_steps_columns: int = 14
     auto_steps_limit: int = None
 
     def __post_init__(self):
@@ -240,14 +250,8 @@ class DPHPKernel(_KMEKernel):
             the product kernel over ``product_columns`` random columns, redrawn
             ``product_redraws`` times (each redraw its own release), each subset capped at
             ``max_product_features`` features.
-    Defaults differing from DP-MERF's: marginal_length_scale 0.01 (fine enough to see single
-    values of integer columns over ~100 public values), selected_pairs 'auto' with
-    selected_pairs_spanning (a spanning tree of categorical pairs released again).
     """
 
-    marginal_length_scale: float = 0.01
-    selected_pairs: object = 'auto'
-    selected_pairs_spanning: bool = True
     sum_order: int = 100
     sum_sigma2: float = 0.05
     product_order: int = 5
@@ -277,19 +281,8 @@ class DPHPTraining(_KMETraining):
         product_schedule: when each product subset is matched. 'cycle': subset r on the steps
             where step % R == r, so every subset is matched until the end; 'blocks' (the
             paper's): subset r for a contiguous r-th share of the steps.
-    Defaults differing from DP-MERF's: pair_weight 4, learning_rate_schedule 'cosine',
-    category_smoothing and category_links 'auto', calibration_parents 2, and steps='auto' up to
-    800 (``max_auto_steps``), grown beyond 14 columns (``auto_steps_columns``): the generator
-    underfit the releases it already has.
     """
 
-    pair_weight: float = 4.0
-    learning_rate_schedule: str = 'cosine'
-    category_smoothing: object = 'auto'
-    category_links: object = 'auto'
-    calibration_parents: int = 2
-    max_auto_steps: int = 800
-    auto_steps_columns: int = 14
     product_weight: float = 0.1
     product_schedule: str = 'cycle'
 
@@ -313,15 +306,8 @@ class DPMERFKernel(_KMEKernel):
         releases: 'single' (one release, the paper's main mode) or 'minibatch' (one subsampled
             release per training step of a secret batch of ``minibatch_size`` rows). Minibatch
             mode releases no selected pairs: 'auto' is off there, and a count is an error.
-    Defaults shared with DP-HP (they act on the shared releases, not on the method's own map):
-    marginal_length_scale 0.01 (fine enough to see single values of integer columns over ~100
-    public values) and selected_pairs 'auto' with selected_pairs_spanning (a spanning tree of
-    categorical pairs released again, 'selected_pairs' sharing the budget with the others).
     """
 
-    marginal_length_scale: float = 0.01
-    selected_pairs: object = 'auto'
-    selected_pairs_spanning: bool = True
     n_features: int = 1000
     length_scale: float = 0.3
     releases: str = 'single'
@@ -346,19 +332,8 @@ class DPMERFKernel(_KMEKernel):
 class DPMERFTraining(_KMETraining):
     """DP-MERF's generator training (the fields of ``_KMETraining``).
 
-    Defaults shared with DP-HP (post-processing of the releases, whatever the feature map):
-    pair_weight 4, learning_rate_schedule 'cosine', category_smoothing and category_links
-    'auto', calibration_parents 2, and steps='auto' up to 800 (``max_auto_steps``), grown
-    beyond 14 columns (``auto_steps_columns``). The paper's generator is
-    ``DPMERFTraining(pair_weight=1, learning_rate_schedule='constant', category_smoothing=0,
-    category_links=False, calibration_parents=0, max_auto_steps=500, auto_steps_columns=None)``.
-    In minibatch mode every step is a release, so the steps also set how many.
+    The papers' generator is ``DPMERFTraining(pair_weight=1, learning_rate_schedule='constant',
+    category_smoothing=0, category_links=False, calibration_parents=0, max_auto_steps=500,
+    auto_steps_columns=None)``. In minibatch mode every step is a release, so the steps also set
+    how many.
     """
-
-    pair_weight: float = 4.0
-    learning_rate_schedule: str = 'cosine'
-    category_smoothing: object = 'auto'
-    category_links: object = 'auto'
-    calibration_parents: int = 2
-    max_auto_steps: int = 800
-    auto_steps_columns: int = 14
