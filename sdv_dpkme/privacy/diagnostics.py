@@ -132,9 +132,15 @@ def _filter_lines(text):
     return '\n'.join(out), changed
 
 
+def _own_warning(err):
+    """A warning class of this package (its messages are written here, like our raises)."""
+    return isinstance(err, Warning) and type(err).__module__.split('.')[0] == 'sdv_dpkme'
+
+
 def _raised_here(err):
-    """True when a ``raise`` statement of this package raised ``err``: its message was written
-    here (a builtin failing inside our code, e.g. ``float('x')``, is not)."""
+    """True when a ``raise`` statement of this package raised ``err``, or a ``warnings.warn``
+    call of this package raised one of its own warning classes as an error (``-W error``): its
+    message was written here (a builtin failing inside our code, e.g. ``float('x')``, is not)."""
     tb = err.__traceback__
     if tb is None:
         return False
@@ -143,7 +149,8 @@ def _raised_here(err):
     code = tb.tb_frame.f_code
     try:
         inside = os.path.abspath(code.co_filename).startswith(_PACKAGE)
-        return inside and code.co_code[tb.tb_lasti] == _RAISE
+        # warnings.warn is C code: no frame of its own, so the last frame is the caller's
+        return inside and (code.co_code[tb.tb_lasti] == _RAISE or _own_warning(err))
     except (IndexError, TypeError, ValueError):
         return False
 

@@ -288,3 +288,18 @@ def test_our_parsing_message_relayed_by_a_worker_process_keeps_only_its_own_line
         assert canary not in _all_text(caught.value)
         assert ("ValueError: Column 'when' holds values that are not dates" in str(caught.value)) \
             is (not show)  # with the detail, the whole line is withheld
+
+
+def test_a_library_warning_raised_as_an_error_inside_the_package_is_not_trusted():
+    import warnings
+
+    def warn(value):
+        warnings.warn(f'parsed {value}', UserWarning)  # not one of our warning classes
+
+    warn.__code__ = warn.__code__.replace(co_filename=sdv_dpkme.__file__)
+    canary = 'CANARY-' + str(66)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        with pytest.raises(UserWarning) as caught:
+            sanitised_errors(warn)(canary)
+    assert canary not in _all_text(caught.value)
