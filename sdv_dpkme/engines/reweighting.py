@@ -29,6 +29,7 @@ import torch
 from tqdm.auto import tqdm
 
 from sdv_dpkme.engines.accumulate import class_sums
+from sdv_dpkme.engines.adam import Adam
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.simplex_weights import embedding_weights, features_of, min_norm_weights
 from sdv_dpkme.features.blocks import project_unit_ball
@@ -299,7 +300,7 @@ def reduced_set(fmap, beta, blocks, n_columns, settings, rng, verbose=False):
     logits = torch.log(values / (1 - values)).requires_grad_()
     buckets = [(2.0 * points[:, cols]).requires_grad_() for cols in categorical]
     scores = torch.log(start).requires_grad_()
-    optimizer = torch.optim.Adam([logits, scores, *buckets], lr=settings.learning_rate)
+    optimizer = Adam([logits, scores, *buckets], lr=settings.learning_rate)  # see engines/adam.py
 
     def moved(hard=False):
         out = points.clone()

@@ -5,6 +5,7 @@ imports for one update rule, issue 42)."""
 import subprocess
 import sys
 
+import pytest
 import torch
 from torch import nn
 
@@ -42,15 +43,17 @@ def test_same_weights_as_torch_adam_with_a_changing_learning_rate():
     assert torch.equal(unused, torch.ones(2))
 
 
-def test_a_fit_imports_no_compiler_module():
+@pytest.mark.parametrize('name', ['DPHPSynthesizer', 'DPReweightingSynthesizer'])
+def test_a_fit_imports_no_compiler_module(name):
     code = (
         'import sys, warnings\n'
         'warnings.simplefilter("ignore")\n'
-        'from tests.conftest import FAST, make, make_metadata, make_table\n'
-        'from sdv_dpkme import DPHPSynthesizer\n'
+        'from tests.conftest import FAST_BY_CLASS, make, make_metadata, make_table\n'
+        f'from sdv_dpkme import {name} as cls\n'
         'from tests.conftest import BOUNDS, CATEGORIES\n'
-        'synth = make(DPHPSynthesizer, make_metadata(), epsilon=1.0, target_column="label",\n'
-        '             known_min_max_values=BOUNDS, known_categories=CATEGORIES, **FAST)\n'
+        'synth = make(cls, make_metadata(), epsilon=1.0, target_column="label",\n'
+        '             known_min_max_values=BOUNDS, known_categories=CATEGORIES,\n'
+        f'             **FAST_BY_CLASS[{name!r}][0])\n'
         'synth.fit({"t": make_table()})\n'
         'synth.sample(20)\n'
         f'print([m for m in {COMPILER!r} if m in sys.modules])\n'
