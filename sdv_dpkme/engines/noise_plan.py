@@ -23,9 +23,10 @@ import warnings
 from dataclasses import asdict, dataclass, replace
 
 from sdv_dpkme.engines.errors import NoiseDominatedWarning
-from sdv_dpkme.engines.kme_pairs import selectable
+from sdv_dpkme.engines.kme_pairs import pairs_index, selectable
 from sdv_dpkme.engines.kme_plan import plan_releases
 from sdv_dpkme.features import PairwiseKernelMap, replace_sensitivity
+from sdv_dpkme.features.pairwise import narrowed_pair_map
 
 SELECTED = 'selected_pairs'
 
@@ -131,17 +132,66 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
         if group != 'pairs' and len(members) > 1 and fewer >= 1:
             others = [t for t in kept if t.group != group]
             kept = others + _reschedule(members[:fewer], steps)
-            gone.setdefault(group, ('narrowed', numbers[group], ratio))
+            gone.setdefault(group, ('narrowed', numbers[group], ratio, None))
             continue
+        if group == 'pairs':  # a narrower map: noise norm ~ sqrt(width) at the same share
+            kept, narrowed = _narrow_pairs(kept, ratio, max_ratio)
+            if narrowed is not None:
+                gone.setdefault(group, ('narrowed', numbers[group], ratio, narrowed))
+                if SELECTED in numbers and not _selectable_pairs_kept(kept):
+                    selection = None  # its candidates are the categorical pairs of 'pairs'
+                    selected = numbers[SELECTED]
+                    gone.setdefault(SELECTED, ('with pairs', selected,
+                                               selected[3] / selected[4], None))
+                continue
         kept = [t for t in kept if t.group != group]
         if group == SELECTED:
             selection = None
         if group == 'pairs' and SELECTED in numbers:  # chosen on the 'pairs' release
             selected = numbers[SELECTED]
-            gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4]))
-        gone[group] = ('dropped', numbers[group], ratio)
+            gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4], None))
+        gone[group] = ('dropped', numbers[group], ratio, None)
     return kept, selected_dim is not None, plan, sigmas, _entries(
         planned, kept, numbers, gone, max_ratio, core)
+
+
+def _narrow_pairs(kept, ratio, max_ratio):
+    """(terms, the map before) with the 'pairs' map narrowed to the width at which its noise,
+    at the same share and sensitivity, would be ``max_ratio`` x its bound; (terms, None) when
+    no narrower map exists. The loop re-judges it (the sensitivity can change with the mix)."""
+    term = next(t for t in kept if t.group == 'pairs')
+    fmap = term.feature_map
+    target = min(fmap.dim - 1, int(fmap.dim * (max_ratio / ratio) ** 2))
+    narrow = narrowed_pair_map(fmap, target) if target >= 1 else None
+    if narrow is None:
+        return kept, None
+    return [replace(t, feature_map=narrow) if t is term else t for t in kept], fmap
+
+
+def _selectable_pairs_kept(kept):
+    """Whether the 'pairs' map still holds every pair of its categorical columns: the selected
+    pairs are chosen among those."""
+    k = pairs_index(kept)
+    if k is None:
+        return False
+    fmap = kept[k].feature_map
+    names = selectable(kept)
+    return len(names) < 2 or fmap.n_pairs == len(fmap.blocks) * (len(fmap.blocks) - 1) // 2 or \
+        {tuple(sorted(p)) for p in fmap.pair_names()} >= {
+            tuple(sorted((a, b))) for i, a in enumerate(names) for b in names[i + 1:]}
+
+
+def _narrowed_pairs_reason(before, after, ratio, max_ratio):
+    what = []
+    if after.n_frequencies < before.n_frequencies:
+        what.append(f'{after.n_frequencies} of {before.n_frequencies} Fourier frequencies per '
+                    'numeric column')
+    if after.n_pairs < before.n_pairs:
+        what.append(f'{after.n_pairs} of its {before.n_pairs} pairs (those with the fewest '
+                    f'cells, over {len(after.blocks)} columns)')
+    return (f'its {before.dim:,} features per class would have had expected noise norm '
+            f'{ratio:.3g} x the signal bound (above max_noise_ratio={max_ratio:g}); narrowed to '
+            f'{" and ".join(what)}: {after.dim:,} features per class, the same budget share')
 
 
 def _entries(planned, kept, numbers, gone, max_ratio, core):
@@ -162,7 +212,13 @@ def _entries(planned, kept, numbers, gone, max_ratio, core):
             reason = (f'expected noise norm {gone[group][2]:.3g} x its signal bound, above '
                       f'max_noise_ratio={max_ratio:g}; its budget share went to the kept terms')
             if gone[group][0] == 'with pairs':
-                reason = "chosen on the 'pairs' release, which was dropped"
+                reason = ("chosen on the 'pairs' release, which was dropped" if 'pairs' not in
+                          numbers else "chosen among the categorical pairs of the 'pairs' "
+                          'release, which was narrowed to fewer pairs')
+        elif group in gone and gone[group][3] is not None:
+            decision = 'narrowed'
+            after = next(t.feature_map for t in kept if t.group == group)
+            reason = _narrowed_pairs_reason(gone[group][3], after, gone[group][2], max_ratio)
         elif made < planned.get(group, made):
             decision = 'narrowed'
             reason = (f'{planned[group]} redraws would have had expected noise norm '
