@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from sdv_dpkme.engines.errors import NoiseDominatedWarning
 from sdv_dpkme.engines.kme_pairs import pairs_index, selectable
 from sdv_dpkme.engines.kme_plan import plan_releases
-from sdv_dpkme.features import PairwiseKernelMap, replace_sensitivity
+from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap, replace_sensitivity
 from sdv_dpkme.features.pairwise import narrowed_pair_map
 
 SELECTED = 'selected_pairs'
@@ -151,8 +151,37 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
             selected = numbers[SELECTED]
             gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4], None))
         gone[group] = ('dropped', numbers[group], ratio, None)
+    narrowed = _narrow_core(kept, numbers) if max_ratio is not None else None
+    if narrowed is not None:  # the same plan and sigmas: only the core's width changes
+        gone[core] = ('narrowed', numbers[core], numbers[core][3] / numbers[core][4],
+                      kept[0].feature_map)
+        kept = narrowed
+        numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
     return kept, selected_dim is not None, plan, sigmas, _entries(
         planned, kept, numbers, gone, max_ratio, core)
+
+
+#: the method's own Hermite sum kernel is narrowed (a lower order) while its expected noise
+#: norm is above its signal bound, down to this order at the least
+MIN_CORE_ORDER = 10
+
+
+def _narrow_core(kept, numbers):
+    """The terms with the core sum kernel at the highest order whose expected noise norm is at
+    most its bound (at least ``MIN_CORE_ORDER``), or None when it is not above it or no lower
+    order exists. Its sensitivity and share do not change with the order: noise ~ sqrt(width)."""
+    fmap = kept[0].feature_map
+    if not isinstance(fmap, SumKernelMap) or fmap.order <= MIN_CORE_ORDER:
+        return None
+    dim, _, _, noise, bound = numbers[kept[0].group]
+    if noise <= bound:
+        return None
+    order = fmap.order
+    while order > MIN_CORE_ORDER and \
+            noise * math.sqrt(SumKernelMap(fmap.blocks, order, fmap.sigma2).dim / fmap.dim) > bound:
+        order -= 1
+    return [replace(kept[0], feature_map=SumKernelMap(fmap.blocks, order, fmap.sigma2)),
+            *kept[1:]]
 
 
 def _narrow_pairs(kept, ratio, max_ratio):
@@ -218,7 +247,13 @@ def _entries(planned, kept, numbers, gone, max_ratio, core):
         elif group in gone and gone[group][3] is not None:
             decision = 'narrowed'
             after = next(t.feature_map for t in kept if t.group == group)
-            reason = _narrowed_pairs_reason(gone[group][3], after, gone[group][2], max_ratio)
+            if isinstance(after, SumKernelMap):
+                reason = (f'order {gone[group][3].order} would have had expected noise norm '
+                          f'{gone[group][2]:.3g} x the signal bound (above 1); Hermite order '
+                          f'{after.order} (at least {MIN_CORE_ORDER}), the same budget share')
+            else:
+                reason = _narrowed_pairs_reason(gone[group][3], after, gone[group][2],
+                                                max_ratio)
         elif made < planned.get(group, made):
             decision = 'narrowed'
             reason = (f'{planned[group]} redraws would have had expected noise norm '
