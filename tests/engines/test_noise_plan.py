@@ -59,7 +59,9 @@ def test_tiny_n_drops_the_noise_dominated_terms_and_moves_their_budget():
     assert entries['product_kernel'].decision == 'dropped'
     assert entries['pairs'].decision == 'narrowed'  # a narrower map exists (not dropped)
     assert entries['selected_pairs'].decision == 'dropped'
-    assert entries['sum_kernel'].decision == 'kept'  # the method's own kernel always stays
+    # the method's own kernel always stays (narrowed to a lower order, its noise above its bound)
+    assert entries['sum_kernel'].decision in ('kept', 'narrowed')
+    assert entries['sum_kernel'].releases == 1
     # the kept terms are less noisy than under the fixed plan, at the same total spend
     _, _, _, fixed_plan, fixed_sigmas, _ = _plan(50, max_ratio=None)
     assert sigmas['sum_kernel'] < fixed_sigmas['sum_kernel']
