@@ -10,12 +10,17 @@ from the calibrated multiplier sigma_k, the replace-one sensitivity D_k / n and 
 width of the map. Every input is public: n (the sensitivities divide by it), epsilon, delta,
 the layout and the kernel options.
 
-``choose_releases`` drops (or, for the redrawn product kernels, narrows to fewer redraws) the
-term whose ratio noise / signal bound is the largest above ``max_ratio``, gives its share to
-the terms that remain (the plan is renormalised, so the total spend is unchanged), and repeats
-until every optional term is below ``max_ratio``. The method's own kernel (the first term) and
-the class proportions are never dropped. ``weak_signal`` then says whether that kernel, with
-the budget it got, still expects noise above its signal bound: the fit warns before spending.
+``choose_releases`` takes the term whose ratio noise / signal bound is the largest above
+``max_ratio`` and narrows it if a narrower version exists, else drops it: the redrawn product
+kernels keep fewer redraws; the 'pairs' map keeps fewer Fourier frequencies per numeric column
+(down to one), then fewer pairs, those with the most cells first (``narrowed_pair_map``). A
+narrowed term keeps its share; a dropped one gives it to the terms that remain (the plan is
+renormalised, so the total spend is unchanged). It repeats until every optional term is below
+``max_ratio``. The method's own kernel (the first term) and the class proportions are never
+dropped; a Hermite sum kernel as that kernel is narrowed to a lower order (at least
+``MIN_CORE_ORDER``) while its expected noise norm is above its bound. ``weak_signal`` then says
+whether that kernel, with the budget it got, still expects noise above its signal bound: the fit
+warns before spending.
 """
 
 import math
