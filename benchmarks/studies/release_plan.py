@@ -2,8 +2,8 @@
 
 DP-HP with every default, epsilon = 1, on sdmetrics' ``student_placements`` (215 rows, the
 public declaration of ``small_tables``; quality against its 215 real rows, as that study does)
-and on 215 rows drawn (seed 0) from the bundled Adult sample (bundled domain, target 'income';
-quality against the other 2,785 rows of the sample). Arms: ``plan='fixed'`` (every term the
+and on 215, 1,000 or 2,372 rows drawn (seed 0) from the bundled Adult sample (bundled domain,
+target 'income'; quality against the other rows of the sample: ``adult_215`` ...). Arms: ``plan='fixed'`` (every term the
 options ask for: the former plan) and ``plan='auto'`` (the default). Each seed fixes the model
 seed and the privacy noise (``fixed_noise``, test-only: such fits are not private), shared by
 both arms. Fit time is wall time on whatever the machine is running besides.
@@ -33,17 +33,19 @@ def tables():
     from sdv_dpkme.datasets import load_adult_sample
 
     data, metadata, domain = load_adult_sample()
-    train = data.sample(n=215, random_state=0)
-    test = data.drop(index=train.index).reset_index(drop=True)
     placements, placements_md = small_tables.load()
-    return {
+    out = {
         'student_placements': (placements, placements, placements_md, small_tables.TABLE,
                                dict(known_min_max_values=small_tables.BOUNDS,
                                     known_categories=small_tables.CATEGORIES,
                                     nullable_columns=small_tables.NULLABLE)),
-        'adult_215': (train.reset_index(drop=True), test, metadata, 'adult',
-                      dict(domain=domain, target_column='income')),
     }
+    for n in (215, 1000, 2372):  # Adult samples (the tuning tables); test: the rest
+        train = data.sample(n=n, random_state=0)
+        test = data.drop(index=train.index).reset_index(drop=True)
+        out[f'adult_{n}'] = (train.reset_index(drop=True), test, metadata, 'adult',
+                             dict(domain=domain, target_column='income'))
+    return out
 
 
 def run_one(table, arm, seed, spec):
@@ -65,6 +67,17 @@ def run_one(table, arm, seed, spec):
     report = QualityReport()
     report.generate(test, out, metadata.to_dict()['tables'][name], verbose=False)
     privacy = synth.get_privacy_report()
+    target = declared.get('target_column')
+    if target is not None:  # TSTR: 3 classifiers trained on the synthetic rows, tested on test
+        from sdv_dpkme.evaluation import evaluate
+
+        domain = declared['domain']
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            utility = evaluate(test, out, metadata, target_column=target, alphas=(),
+                               categories=domain['known_categories'],
+                               bounds=domain['known_min_max_values'])
+        row.update(tstr_roc=float(utility['tstr_roc_auc']), tstr_pr=float(utility['tstr_pr_auc']))
     row.update(
         quality=report.get_score(),
         shapes=report.get_properties().set_index('Property').loc['Column Shapes', 'Score'],
@@ -162,6 +175,14 @@ def markdown(frame):
                                      for row in frame.itertuples(index=False))])
 
 
+def _tstr(group):
+    # a one-class synthetic table has no ROC (NaN): counted, not averaged
+    if 'tstr_roc' not in group:
+        return ''
+    roc = group['tstr_roc']
+    return f'{roc.mean():.3f}' + (f' ({roc.isna().sum()} one-class)' if roc.isna().any() else '')
+
+
 def write(frame, path):
     commit = frame['commit'].iloc[0] if 'commit' in frame else harness.git_commit()
     lines = [
@@ -172,14 +193,15 @@ def write(frame, path):
         '`fixed_noise`). student_placements: quality against its 215 real rows; adult_215: 215 '
         'rows of the bundled Adult sample, quality against the other 2,785. Fit time is wall '
         'time on a shared 2-core machine (other jobs running): compare arms, not absolutes.', '',
-        '| table | plan | seeds | quality | column shapes | pair trends | fit s (median) | '
-        'dropped / narrowed | NoiseDominatedWarning | collapse warnings |',
-        '|---|---|---|---|---|---|---|---|---|---|',
+        '| table | plan | seeds | quality | column shapes | pair trends | TSTR ROC | '
+        'fit s (median) | dropped / narrowed | NoiseDominatedWarning | collapse warnings |',
+        '|---|---|---|---|---|---|---|---|---|---|---|',
     ]
     for (table, arm), g in frame.groupby(['table', 'plan'], sort=False):
         lines.append(
             f"| {table} | {arm} | {len(g)} | {g['quality'].mean():.3f} ± {g['quality'].std():.3f}"
-            f" | {g['shapes'].mean():.3f} | {g['pairs'].mean():.3f} | {g['fit_s'].median():.1f}"
+            f" | {g['shapes'].mean():.3f} | {g['pairs'].mean():.3f} | {_tstr(g)} | "
+            f"{g['fit_s'].median():.1f}"
             f" | {g['dropped'].iloc[0]} / {g['narrowed'].iloc[0]} | "
             f"{int(g['noise_warning'].sum())} of {len(g)} | {int(g['collapse_warning'].sum())} |")
     lines += ['', 'Per seed (paired difference auto - fixed):', '',
@@ -207,6 +229,8 @@ def main(argv=None):
     parser.add_argument('--seeds', type=int, default=3)
     parser.add_argument('--tables', nargs='*', default=['student_placements', 'adult_215'])
     parser.add_argument('--out', default=str(harness.RESULTS / 'release_plan'))
+    parser.add_argument('--arms', nargs='*', default=['auto', 'fixed'],
+                        help="plan arms to fit: 'auto' (the default) and/or 'fixed'")
     parser.add_argument('--plans', action='store_true',
                         help='only list the plans for Adult and Census sizes (no fit)')
     args = parser.parse_args(argv)
@@ -219,7 +243,7 @@ def main(argv=None):
     rows = []
     for table in args.tables:
         for seed in range(args.seeds):
-            for arm in ('auto', 'fixed'):
+            for arm in args.arms:
                 rows.append(run_one(table, arm, seed, specs[table]))
                 frame = pd.DataFrame(rows)
                 frame.to_csv(args.out + '.csv', index=False)

@@ -10,12 +10,17 @@ from the calibrated multiplier sigma_k, the replace-one sensitivity D_k / n and 
 width of the map. Every input is public: n (the sensitivities divide by it), epsilon, delta,
 the layout and the kernel options.
 
-``choose_releases`` drops (or, for the redrawn product kernels, narrows to fewer redraws) the
-term whose ratio noise / signal bound is the largest above ``max_ratio``, gives its share to
-the terms that remain (the plan is renormalised, so the total spend is unchanged), and repeats
-until every optional term is below ``max_ratio``. The method's own kernel (the first term) and
-the class proportions are never dropped. ``weak_signal`` then says whether that kernel, with
-the budget it got, still expects noise above its signal bound: the fit warns before spending.
+``choose_releases`` takes the term whose ratio noise / signal bound is the largest above
+``max_ratio`` and narrows it if a narrower version exists, else drops it: the redrawn product
+kernels keep fewer redraws; the 'pairs' map keeps fewer Fourier frequencies per numeric column
+(down to one), then fewer pairs, those with the most cells first (``narrowed_pair_map``). A
+narrowed term keeps its share; a dropped one gives it to the terms that remain (the plan is
+renormalised, so the total spend is unchanged). It repeats until every optional term is below
+``max_ratio``. The method's own kernel (the first term) and the class proportions are never
+dropped; a Hermite sum kernel as that kernel is narrowed to a lower order (at least
+``MIN_CORE_ORDER``) while its expected noise norm is above its bound. ``weak_signal`` then says
+whether that kernel, with the budget it got, still expects noise above its signal bound: the fit
+warns before spending.
 """
 
 import math
@@ -23,9 +28,10 @@ import warnings
 from dataclasses import asdict, dataclass, replace
 
 from sdv_dpkme.engines.errors import NoiseDominatedWarning
-from sdv_dpkme.engines.kme_pairs import selectable
+from sdv_dpkme.engines.kme_pairs import pairs_index, selectable
 from sdv_dpkme.engines.kme_plan import plan_releases
-from sdv_dpkme.features import PairwiseKernelMap, replace_sensitivity
+from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap, replace_sensitivity
+from sdv_dpkme.features.pairwise import narrowed_pair_map
 
 SELECTED = 'selected_pairs'
 
@@ -131,17 +137,95 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
         if group != 'pairs' and len(members) > 1 and fewer >= 1:
             others = [t for t in kept if t.group != group]
             kept = others + _reschedule(members[:fewer], steps)
-            gone.setdefault(group, ('narrowed', numbers[group], ratio))
+            gone.setdefault(group, ('narrowed', numbers[group], ratio, None))
             continue
+        if group == 'pairs':  # a narrower map: noise norm ~ sqrt(width) at the same share
+            kept, narrowed = _narrow_pairs(kept, ratio, max_ratio)
+            if narrowed is not None:
+                gone.setdefault(group, ('narrowed', numbers[group], ratio, narrowed))
+                if SELECTED in numbers and not _selectable_pairs_kept(kept):
+                    selection = None  # its candidates are the categorical pairs of 'pairs'
+                    selected = numbers[SELECTED]
+                    gone.setdefault(SELECTED, ('with pairs', selected,
+                                               selected[3] / selected[4], None))
+                continue
         kept = [t for t in kept if t.group != group]
         if group == SELECTED:
             selection = None
         if group == 'pairs' and SELECTED in numbers:  # chosen on the 'pairs' release
             selected = numbers[SELECTED]
-            gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4]))
-        gone[group] = ('dropped', numbers[group], ratio)
+            gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4], None))
+        gone[group] = ('dropped', numbers[group], ratio, None)
+    narrowed = _narrow_core(kept, numbers) if max_ratio is not None else None
+    if narrowed is not None:  # the same plan and sigmas: only the core's width changes
+        gone[core] = ('narrowed', numbers[core], numbers[core][3] / numbers[core][4],
+                      kept[0].feature_map)
+        kept = narrowed
+        numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
     return kept, selected_dim is not None, plan, sigmas, _entries(
         planned, kept, numbers, gone, max_ratio, core)
+
+
+#: the method's own Hermite sum kernel is narrowed (a lower order) while its expected noise
+#: norm is above its signal bound, down to this order at the least
+MIN_CORE_ORDER = 10
+
+
+def _narrow_core(kept, numbers):
+    """The terms with the core sum kernel at the highest order whose expected noise norm is at
+    most its bound (at least ``MIN_CORE_ORDER``), or None when it is not above it or no lower
+    order exists. Its sensitivity and share do not change with the order: noise ~ sqrt(width)."""
+    fmap = kept[0].feature_map
+    if not isinstance(fmap, SumKernelMap) or fmap.order <= MIN_CORE_ORDER:
+        return None
+    dim, _, _, noise, bound = numbers[kept[0].group]
+    if noise <= bound:
+        return None
+    order = fmap.order
+    while order > MIN_CORE_ORDER and \
+            noise * math.sqrt(SumKernelMap(fmap.blocks, order, fmap.sigma2).dim / fmap.dim) > bound:
+        order -= 1
+    return [replace(kept[0], feature_map=SumKernelMap(fmap.blocks, order, fmap.sigma2)),
+            *kept[1:]]
+
+
+def _narrow_pairs(kept, ratio, max_ratio):
+    """(terms, the map before) with the 'pairs' map narrowed to the width at which its noise,
+    at the same share and sensitivity, would be ``max_ratio`` x its bound; (terms, None) when
+    no narrower map exists. The loop re-judges it (the sensitivity can change with the mix)."""
+    term = next(t for t in kept if t.group == 'pairs')
+    fmap = term.feature_map
+    target = min(fmap.dim - 1, int(fmap.dim * (max_ratio / ratio) ** 2))
+    narrow = narrowed_pair_map(fmap, target) if target >= 1 else None
+    if narrow is None:
+        return kept, None
+    return [replace(t, feature_map=narrow) if t is term else t for t in kept], fmap
+
+
+def _selectable_pairs_kept(kept):
+    """Whether the 'pairs' map still holds every pair of its categorical columns: the selected
+    pairs are chosen among those."""
+    k = pairs_index(kept)
+    if k is None:
+        return False
+    fmap = kept[k].feature_map
+    names = selectable(kept)
+    return len(names) < 2 or fmap.n_pairs == len(fmap.blocks) * (len(fmap.blocks) - 1) // 2 or \
+        {tuple(sorted(p)) for p in fmap.pair_names()} >= {
+            tuple(sorted((a, b))) for i, a in enumerate(names) for b in names[i + 1:]}
+
+
+def _narrowed_pairs_reason(before, after, ratio, max_ratio):
+    what = []
+    if after.n_frequencies < before.n_frequencies:
+        what.append(f'{after.n_frequencies} of {before.n_frequencies} Fourier frequencies per '
+                    'numeric column')
+    if after.n_pairs < before.n_pairs:
+        what.append(f'{after.n_pairs} of its {before.n_pairs} pairs (those with the fewest '
+                    f'cells, over {len(after.blocks)} columns)')
+    return (f'its {before.dim:,} features per class would have had expected noise norm '
+            f'{ratio:.3g} x the signal bound (above max_noise_ratio={max_ratio:g}); narrowed to '
+            f'{" and ".join(what)}: {after.dim:,} features per class, the same budget share')
 
 
 def _entries(planned, kept, numbers, gone, max_ratio, core):
@@ -162,7 +246,19 @@ def _entries(planned, kept, numbers, gone, max_ratio, core):
             reason = (f'expected noise norm {gone[group][2]:.3g} x its signal bound, above '
                       f'max_noise_ratio={max_ratio:g}; its budget share went to the kept terms')
             if gone[group][0] == 'with pairs':
-                reason = "chosen on the 'pairs' release, which was dropped"
+                reason = ("chosen on the 'pairs' release, which was dropped" if 'pairs' not in
+                          numbers else "chosen among the categorical pairs of the 'pairs' "
+                          'release, which was narrowed to fewer pairs')
+        elif group in gone and gone[group][3] is not None:
+            decision = 'narrowed'
+            after = next(t.feature_map for t in kept if t.group == group)
+            if isinstance(after, SumKernelMap):
+                reason = (f'order {gone[group][3].order} would have had expected noise norm '
+                          f'{gone[group][2]:.3g} x the signal bound (above 1); Hermite order '
+                          f'{after.order} (at least {MIN_CORE_ORDER}), the same budget share')
+            else:
+                reason = _narrowed_pairs_reason(gone[group][3], after, gone[group][2],
+                                                max_ratio)
         elif made < planned.get(group, made):
             decision = 'narrowed'
             reason = (f'{planned[group]} redraws would have had expected noise norm '

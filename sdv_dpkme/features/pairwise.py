@@ -148,6 +148,45 @@ def _drop_widest(kept, left_out, k, full, max_features, dim, widths, rng):
     return PairLayout(tuple(kept), tuple(left_out), k, full)
 
 
+def narrowed_pair_map(fmap, max_dim):
+    """The widest narrowing of the map ``fmap`` with at most ``max_dim`` features per class, or
+    None when not even its narrowest pair fits (public widths only; the noise-aware plan's).
+
+    First fewer Fourier frequencies per numeric column (the same pairs), down to one (a cos and
+    sin of pi v: a monotone, correlation-like dependence); then fewer pairs, those with the most
+    cells first (ties: the later pair in layout order), so that the many narrow pairs stay.
+    Every narrowing is itself a ``PairwiseKernelMap``: the same bound ||phi|| <= 1 and its own
+    ``replace_bound``."""
+    blocks, length = fmap.blocks, fmap.length_scale
+    pairs = list(fmap.pairs)
+
+    def cells(k):
+        widths = _widths(blocks, FourierSeries(length, k))
+        return [widths[i] * widths[j] for i, j in pairs]
+
+    k = fmap.n_frequencies
+    while k > 1 and fmap._numeric and sum(cells(k)) > max_dim:
+        k -= 1
+    sizes = cells(k)
+    if sum(sizes) > max_dim:
+        order = sorted(range(len(pairs)), key=lambda p: (-sizes[p], -p))
+        total = sum(sizes)
+        gone = set()
+        for p in order:
+            if total <= max_dim:
+                break
+            gone.add(p)
+            total -= sizes[p]
+        pairs = [pair for p, pair in enumerate(pairs) if p not in gone]
+    if not pairs:
+        return None
+    named = [(blocks[i].name, blocks[j].name) for i, j in pairs]
+    used = {name for pair in named for name in pair}
+    kept = [b for b in blocks if b.name in used]
+    every = len(pairs) == len(kept) * (len(kept) - 1) // 2
+    return PairwiseKernelMap(kept, length, k, None if every else named)
+
+
 class PairwiseKernelMap:
     """Mean over column pairs (all, or the names in ``pairs``) of the product of per-column
     kernels; ||phi|| <= 1."""

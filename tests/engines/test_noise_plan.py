@@ -55,10 +55,13 @@ def _precision(plan, sigmas):
 def test_tiny_n_drops_the_noise_dominated_terms_and_moves_their_budget():
     accountant, kept, selects, plan, sigmas, entries = _plan(50)
     groups = {t.group for t in kept}
-    assert 'pairs' not in groups and not selects and 'product_kernel' not in groups
-    assert entries['pairs'].decision == 'dropped'
+    assert not selects and 'product_kernel' not in groups
+    assert entries['product_kernel'].decision == 'dropped'
+    assert entries['pairs'].decision == 'narrowed'  # a narrower map exists (not dropped)
     assert entries['selected_pairs'].decision == 'dropped'
-    assert entries['sum_kernel'].decision == 'kept'  # the method's own kernel always stays
+    # the method's own kernel always stays (narrowed to a lower order, its noise above its bound)
+    assert entries['sum_kernel'].decision in ('kept', 'narrowed')
+    assert entries['sum_kernel'].releases == 1
     # the kept terms are less noisy than under the fixed plan, at the same total spend
     _, _, _, fixed_plan, fixed_sigmas, _ = _plan(50, max_ratio=None)
     assert sigmas['sum_kernel'] < fixed_sigmas['sum_kernel']
@@ -134,12 +137,14 @@ def test_a_50_row_fit_warns_then_finishes_with_the_plan_in_its_report():
     assert len(warned) == 1 and 'n=50' in str(warned[0].message)
     report = synth.get_privacy_report()
     plan = {p['group']: p for p in report.plan}
-    assert plan['pairs']['decision'] == 'dropped'
+    assert plan['product_kernel']['decision'] == 'dropped'
+    assert plan['pairs']['decision'] == 'narrowed'
     assert plan['sum_kernel']['decision'] == 'kept'
     released = {r.name for r in report.releases}
-    assert 'pairs' not in released and 'sum_kernel' in released
+    assert 'product_kernel' not in released and {'pairs', 'sum_kernel'} <= released
     assert {g for g, p in plan.items() if p['decision'] != 'dropped'} == released
-    assert 'plan: pairs dropped' in str(report)
+    assert 'plan: product_kernel dropped' in str(report)
+    assert 'plan: pairs narrowed' in str(report)
     assert '"plan"' in report.to_json()
     synth.sample(10)
 
@@ -180,7 +185,8 @@ def test_minibatch_mode_judges_its_single_releases_only():
     report = synth.get_privacy_report()
     plan = {p['group']: p for p in report.plan}
     assert 'per training step' in plan['embedding']['reason']
-    assert plan['pairs']['decision'] == 'dropped'  # 120 rows: its noise is far above its signal
+    # 120 rows: the full map's noise is far above its signal, a narrower one is released
+    assert plan['pairs']['decision'] == 'narrowed' and plan['pairs']['ratio'] <= 5.0
     released = {r.name for r in report.releases}
-    assert 'pairs' not in released and 'embedding_minibatch' in released
+    assert {'pairs', 'embedding_minibatch'} <= released
     assert report.epsilon_calibrated == pytest.approx(1.0, rel=1e-3)
