@@ -53,7 +53,7 @@ SYNTHESIZERS = {
         # 'integer_vote': epsilon high enough that the 80-row attack table gets the DP vote on
         # the undeclared integer-ness of income, lo, mid and hi (tests/domain/test_integer_vote.py)
         # 'planned': the default noise-aware plan (FAST fixes plan='fixed' so that every release
-        # group is tested); on the 80-row attack table it drops the noise-dominated releases
+        # group is tested); on the 80-row attack table it narrows or drops the noise-dominated releases
         modes={'default': {}, 'reweighted': {'reweight_generated_rows': 40},
                'integer_vote': {'epsilon': 50.0},
                'unselected': {'selected_pairs': 0},

@@ -62,9 +62,10 @@ class _KMEKernel:
         plan: 'auto' decides before any spend, from public facts only (n, epsilon, delta, the
             layout, these options), which optional releases to make: a term whose expected
             noise norm is more than ``max_noise_ratio`` times the largest norm its signal can
-            have is dropped ('marginals', 'pairs', 'selected_pairs') or narrowed (fewer
-            product-kernel redraws), the largest first, and its budget share goes to the terms
-            that remain. 'fixed': every term the options ask for. The privacy report lists the
+            have is narrowed where it can be (fewer product-kernel redraws; a 'pairs' map with
+            fewer frequencies, then fewer pairs; DP-HP's sum kernel at a lower order), else
+            dropped ('marginals', 'pairs', 'selected_pairs'), the largest first, and a dropped
+            term's budget share goes to the terms that remain. 'fixed': every term the options ask for. The privacy report lists the
             plan's decisions and numbers either way (docs/privacy_report.md).
         max_noise_ratio: the threshold of ``plan='auto'`` (a number > 0).
     """
