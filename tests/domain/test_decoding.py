@@ -12,12 +12,20 @@ import pytest
 import rdt
 
 from sdv_dpkme.domain.decoding import DPHyperTransformer
-from tests.conftest import BOUNDS, CATEGORIES, FAST_BY_CLASS, SYNTHESIZERS, make, make_metadata
-from tests.conftest import make_table
+from sdv_dpkme.domain.transformers import DPCategoricalTransformer
+from tests.conftest import (
+    BOUNDS,
+    CATEGORIES,
+    FAST_BY_CLASS,
+    SYNTHESIZERS,
+    make,
+    make_metadata,
+    make_table,
+)
 
 
 def fitted_hyper():
-    """The fitted processor's transformers of a small fit (ours, an id and a PII generator)."""
+    """The fitted processor's transformers of a small fit (ours, id and PII generators)."""
     cls = next(iter(SYNTHESIZERS))
     synth = make(cls, make_metadata(), epsilon=1.0, known_min_max_values=BOUNDS,
                  known_categories=CATEGORIES, random_state=0, target_column='label',
@@ -125,8 +133,6 @@ def test_an_output_name_rdt_must_rename_goes_through_rdt_issue42():
     (['a', 'b'], [np.str_('a'), 'b', np.str_('c')]),
 ])
 def test_category_codes_equal_one_lookup_per_value_issue42(categories, values):
-    from sdv_dpkme.domain.transformers import DPCategoricalTransformer
-
     transformer = DPCategoricalTransformer(categories, nullable=True)
     transformer.columns = ['c']
     lookup = {category: i for i, category in enumerate(categories)}
