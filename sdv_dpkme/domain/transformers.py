@@ -251,8 +251,10 @@ class DPCategoricalTransformer(PublicDomainTransformer):
         # later categories win on equal values (1 == True), as with ==
         lookup = {category: i for i, category in enumerate(self.categories)}
         try:
-            codes = np.fromiter((lookup.get(v, other) for v in series), dtype=np.int64,
-                                count=len(series))
+            codes = _string_codes(series, lookup, other)
+            if codes is None:
+                codes = np.fromiter((lookup.get(v, other) for v in series), dtype=np.int64,
+                                    count=len(series))
         except TypeError:  # an unhashable value: compare one category at a time
             codes = np.full(len(series), other)
             for i, category in enumerate(self.categories):
@@ -280,6 +282,19 @@ class DPCategoricalTransformer(PublicDomainTransformer):
         codes = bucket_codes(data)
         decoded = np.array([*self.categories, None, None], dtype=object)
         return decoded[codes]
+
+
+def _string_codes(series, lookup, other):
+    """``lookup.get(v, other)`` for every value, in one hash join, when every present value is
+    a string and no category is a missing value (a string equals only a string, and a missing
+    value then matches no category); None otherwise (the caller looks values up one by one)."""
+    if pd.api.types.infer_dtype(series, skipna=True) != 'string' or any(
+        pd.api.types.is_scalar(c) and pd.isna(c) for c in lookup
+    ):
+        return None
+    strings = {c: i for c, i in lookup.items() if isinstance(c, str)}
+    found = pd.Index(list(strings), dtype=object).get_indexer(series.to_numpy())
+    return np.array([*strings.values(), other], dtype=np.int64)[found]  # -1: not found
 
 
 class DPDiscreteTransformer(DPCategoricalTransformer):

@@ -378,7 +378,11 @@ class PairwiseKernelMap:
         for c in torch.nonzero(weights.abs().sum(0)).flatten().tolist():
             rows = torch.nonzero(weights[:, c]).flatten()
             f = feats[rows]
-            out[c] = ((f * y[rows, c:c + 1]).T @ f).reshape(-1)[index] / scale
+            if y.requires_grad or not f.requires_grad:
+                moment = (f * y[rows, c:c + 1]).T @ f
+            else:  # training: one product in the backward instead of two
+                moment = _WeightedMoment.apply(f, y[rows, c:c + 1])
+            out[c] = moment.reshape(-1)[index] / scale
         return out
 
     def __call__(self, x):
@@ -408,6 +412,23 @@ class PairwiseKernelMap:
         return (f'Pairwise product kernels over {which} {self.n_pairs} pairs of '
                 f'{len(self.blocks)} columns (numeric: Fourier series, length '
                 f'{self.length_scale:g})')
+
+
+class _WeightedMoment(torch.autograd.Function):
+    """(f w)^T f for rows f (n, W) with constant row weights w (n, 1). Autograd would take the
+    gradient of each factor apart, two (n, W) x (W, W) products; both are one:
+    d/df <G, (f w)^T f> = (f w) (G + G^T)."""
+
+    @staticmethod
+    def forward(ctx, f, w):
+        weighted = f * w
+        ctx.save_for_backward(weighted)
+        return weighted.T @ f
+
+    @staticmethod
+    def backward(ctx, grad):
+        (weighted,) = ctx.saved_tensors
+        return weighted @ (grad + grad.T), None
 
 
 def _pair_indices(blocks, pairs):
