@@ -175,3 +175,31 @@ def test_pixel_prior_must_be_a_prior_or_none(digits):
     x, y = digits
     with pytest.raises(ImageInputError, match='PixelPrior or None'):
         DPKIPScatterNet(1.0, 1e-5, pixel_prior=0.1, **FAST).fit(x[:100], y[:100])
+
+
+def test_the_fit_releases_within_the_sensitivity_on_extreme_neighbours(digits):
+    """End to end through ``fit`` (the recorder keeps the clean released vector): replacing one
+    image by a max-norm one, an all-zero one or one far outside the range (clipped), with or
+    without a label change, moves the released vector by at most sqrt(2)."""
+    from sdv_dpkme.privacy.recorder import recording
+    x, y = digits
+    x, y = x[:300].copy(), np.asarray(y[:300]).copy()
+
+    def clean(xx, yy):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            with recording(stop_after=1) as rec:
+                DPKIPScatterNet(1.0, 1e-5, **FAST).fit(xx, yy)
+        (release,) = rec.releases
+        assert release.name == pp.PIXEL_MEANS
+        return release.clean
+
+    base = clean(x, y)
+    moved = []
+    for image, label in ((np.full((8, 8), 16.0), y[0]), (np.full((8, 8), 16.0), (y[0] + 1) % 10),
+                         (np.zeros((8, 8)), (y[0] + 3) % 10), (np.full((8, 8), -1e9), y[0])):
+        other_x, other_y = x.copy(), y.copy()
+        other_x[0], other_y[0] = image, label
+        moved.append(float(np.linalg.norm(clean(other_x, other_y) - base)))
+    assert max(moved) <= pp.pixel_sensitivity() * (1 + 1e-9)
+    assert min(moved) > 0  # each neighbour is seen by the release
