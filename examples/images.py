@@ -14,8 +14,9 @@ from sdv_dpkme.images.data import load_mnist_5k
 X, y = load_mnist_5k()
 X_train, y_train, X_test, y_test = X[:4000], y[:4000], X[4000:], y[4000:]
 
-# 2. Distil with a privacy budget. One noisy release of two feature sums; every later step is
-#    post-processing, and the released images lie in the declared range.
+# 2. Distil with a privacy budget. Two noisy releases (the per-class pixel means that start the
+#    support, then two feature sums); every later step is post-processing, and the released
+#    images lie in the declared range. The report lists both releases.
 kip = DPKIPScatterNet(epsilon=1.0, delta=1e-5, images_per_class=10, pixel_range=(0, 255),
                       random_state=0, verbose=True).fit(X_train, y_train)
 images, labels = kip.distilled_images_, kip.distilled_labels_  # (100, 28, 28) float32, (100,)

@@ -186,14 +186,17 @@ def moment_loss(support_features, support_y, gram, cross, regularization):
 
 
 def distil(support, features_of, support_y, gram, cross, regularization, steps, learning_rate,
-           project=None, progress=None):
+           project=None, progress=None, penalty=None):
     """Step 3: Adam on the support parameters ``support`` (a leaf tensor); ``features_of`` maps
-    them to (m, p) float64 features of norm <= 1; ``project`` (optional) runs after each step.
-    Returns the loss history."""
+    them to (m, p) float64 features of norm <= 1; ``project`` (optional) runs after each step;
+    ``penalty`` (optional) maps the support to a term added to the loss (it must read no
+    private data). Returns the loss history."""
     optimizer = torch.optim.Adam([support], lr=float(learning_rate))
     history = []
     for _ in (progress or (lambda r: r))(range(int(steps))):
         loss = moment_loss(features_of(support), support_y, gram, cross, regularization)
+        if penalty is not None:
+            loss = loss + penalty(support)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -5,6 +5,7 @@ DP-MERF / DP-HP image generators. All go through the package's ledger, accountan
 from sdv_dpkme.images._inputs import ImageInputError
 from sdv_dpkme.images.convnet import PaperConvNet, convnet_accuracy, train_convnet
 from sdv_dpkme.images.distill import DPKIPScatterNet
+from sdv_dpkme.images.pixel_prior import PixelPrior
 from sdv_dpkme.images.generators import DPHPImageGenerator, DPMERFImageGenerator
 from sdv_dpkme.images.scattering import ScatterNet, group_normalise
 
@@ -14,6 +15,7 @@ __all__ = [
     'DPMERFImageGenerator',
     'ImageInputError',
     'PaperConvNet',
+    'PixelPrior',
     'ScatterNet',
     'convnet_accuracy',
     'group_normalise',

@@ -57,6 +57,7 @@ from sdv_dpkme.images._inputs import (
     positive_number,
     stamped,
 )
+from sdv_dpkme.images.pixel_prior import PixelPrior, initial_support, release_class_means
 from sdv_dpkme.images.scattering import PAPER_NORM_EPS, ScatterNet
 from sdv_dpkme.privacy import Ledger, PoissonSubsampledGaussianMechanism
 from sdv_dpkme.privacy.diagnostics import sanitised_errors
@@ -128,6 +129,13 @@ class DPKIPScatterNet:
             (default): 1e-6 for 'moments' (more accurate than the paper's 1e-5 there,
             benchmarks/results/images.md), the paper's 1e-5 for 'dp-sgd'; ``group_norm_eps_``
             says what a fit used, and prediction uses the same.
+        pixel_prior: a ``PixelPrior`` (default ``PixelPrior()``) or None. With one, ONE extra
+            Gaussian release of the per-class pixel sums and counts (sensitivity sqrt 2,
+            ``images.pixel_prior``) gets ``share`` of the budget, and the support starts from
+            the released class means plus public noise (and, with ``anchor`` > 0 under
+            'moments', is pulled towards them): images a ConvNet can learn from. None: the
+            support starts from public uniform noise and the whole budget goes to the
+            distillation.
         device: 'cpu' (default), 'auto' (GPU if torch sees one) or a torch device.
         random_state: seed of the model RNG (support initialisation); never the noise.
 
@@ -142,7 +150,8 @@ class DPKIPScatterNet:
                  batch_size=2000, clip_norm=1e-3, learning_rate=0.05, regularization=1e-3,
                  pixel_range=(0.0, 1.0), mechanism='moments',
                  moment_share=kip_moments.GRAM_WEIGHT, moment_ridge='auto', moment_steps=300,
-                 group_norm_eps=None, device='cpu', random_state=None, verbose=False):
+                 group_norm_eps=None, pixel_prior=PixelPrior(), device='cpu',
+                 random_state=None, verbose=False):
         self.epsilon = epsilon
         self.delta = delta
         self.images_per_class = images_per_class
@@ -158,6 +167,7 @@ class DPKIPScatterNet:
         self.moment_ridge = moment_ridge
         self.moment_steps = moment_steps
         self.group_norm_eps = group_norm_eps
+        self.pixel_prior = pixel_prior
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -175,6 +185,9 @@ class DPKIPScatterNet:
             raise ImageInputError(f'mechanism must be one of {MECHANISMS}, got {self.mechanism!r}')
         if self.group_norm_eps is not None:
             positive_number(self.group_norm_eps, 'group_norm_eps')
+        if self.pixel_prior is not None and not isinstance(self.pixel_prior, PixelPrior):
+            raise ImageInputError(f'pixel_prior must be a PixelPrior or None, got '
+                                  f'{type(self.pixel_prior).__name__}.')
         if self.mechanism == 'moments':
             if not (isinstance(self.moment_ridge, str) and self.moment_ridge == 'auto'):
                 try:
@@ -210,12 +223,15 @@ class DPKIPScatterNet:
         # step 0: the private features, once (float32 to halve memory; float64 per batch)
         phi = net.batched(images.to(device) if device.type != 'cpu' else images)
         shape, squeeze = tuple(images.shape[1:]), np.ndim(X) == 3
-        del images
-        return self._fit_features(phi, labels, shape, squeeze, pixel_range, started)
+        held = [images] if self.pixel_prior is not None else [None]
+        del images  # the callee holds the only reference and frees it after the pixel release
+        return self._fit_features(phi, labels, shape, squeeze, pixel_range, started,
+                                  images01=held.pop())
 
-    def _fit_features(self, phi, labels, shape, squeeze, pixel_range, started):
-        """Steps 1-3 on the private features ``phi`` (n, p) of step 0. Benchmarks call it with
-        cached features to compare settings; ``fit`` is the entry point."""
+    def _fit_features(self, phi, labels, shape, squeeze, pixel_range, started, images01=None):
+        """Steps 1-3 on the private features ``phi`` (n, p) of step 0 (and, with a pixel
+        prior, the private images ``images01`` in [0, 1]). Benchmarks call it with cached
+        features to compare settings; ``fit`` is the entry point."""
         device = resolve_device(self.device)
         rng = torch.Generator().manual_seed(
             int(np.random.SeedSequence(self.random_state).generate_state(1)[0]))
@@ -226,14 +242,27 @@ class DPKIPScatterNet:
         m_c = self.images_per_class
         support_labels = np.repeat(np.arange(self.n_classes), m_c)
         support_y = centred_one_hot(torch.from_numpy(support_labels), self.n_classes).to(device)
-        support = torch.rand(len(support_labels), channels, height, width, generator=rng)
-        support = support.to(device).requires_grad_(True)
-
         ledger = Ledger.open(self.epsilon, self.delta)
+        prior, anchor = self.pixel_prior, None
+        if prior is None:
+            support = torch.rand(len(support_labels), channels, height, width, generator=rng)
+            init_note = 'public uniform noise (model RNG)'
+        else:
+            # the one pixel release first: the distillation's releases spend the rest
+            means, _ = release_class_means(images01.clamp(0.0, 1.0), labels, self.n_classes,
+                                           ledger, prior)
+            support = initial_support(means, support_labels, prior.init_noise, rng)
+            if prior.anchor > 0:
+                anchor = (float(prior.anchor),
+                          means[torch.from_numpy(support_labels)].float().to(device))
+            init_note = (f'the released class pixel means plus public Gaussian noise (std '
+                         f'{prior.init_noise:g} on the [0, 1] scale, model RNG)')
+        del images01
+        support = support.to(device).requires_grad_(True)
         self.__dict__.pop('moment_ridge_', None)  # a refit with 'dp-sgd' has none
         if self.mechanism == 'moments':
             history, steps, q, notes = self._distil_from_moments(
-                phi, y_all, net, support, support_y, ledger, device)
+                phi, y_all, net, support, support_y, ledger, device, anchor)
         else:
             history, steps, q, notes = self._dp_sgd(phi, y_all, net, support, support_y, ledger,
                                                     device)
@@ -255,11 +284,18 @@ class DPKIPScatterNet:
             public_inputs=[f'pixel_range={tuple(pixel_range)}', f'n_classes={self.n_classes}',
                            f'image shape {self._shape}', 'n (public under replace-one)'],
             notes=[
-                f'Support initialised from public uniform noise (model RNG); '
+                f'Support initialised from {init_note}; '
                 f'{len(support_labels)} images, labels fixed (centred one-hot); the support '
                 f'is projected to the pixel range after every step, so the released images lie '
                 f'in it whatever the noise.',
                 *notes,
+                *([] if prior is None else [
+                    f'Pixel prior: one release of the per-class pixel sums and counts '
+                    f'({float(prior.share):g} of the budget); the class means derived from it '
+                    f'set the initial support'
+                    + (f' and a pixel anchor term (weight {float(prior.anchor):g}) in the '
+                       f'distillation loss' if anchor is not None else '')
+                    + ': post-processing of that release.']),
                 'No private normalisation: pixels are mapped from the declared range to [0, 1]; '
                 f'ScatterNet group normalisation per image and location, variance floor '
                 f'{self.group_norm_eps_:g} (public).',
@@ -314,7 +350,8 @@ class DPKIPScatterNet:
         ]
         return history, steps, q, notes
 
-    def _distil_from_moments(self, phi, y_all, net, support, support_y, ledger, device):
+    def _distil_from_moments(self, phi, y_all, net, support, support_y, ledger, device,
+                             anchor=None):
         """``mechanism='moments'``: one release of sum phi phi^T and sum phi y^T (unit-norm
         features), then Adam on the whole-data loss (``engines.kip_moments``)."""
         n = len(phi)
@@ -334,9 +371,16 @@ class DPKIPScatterNet:
 
         progress = (lambda r: tqdm(r, desc='KIP on the released moments',
                                    disable=not self.verbose))
+        penalty = None
+        if anchor is not None:  # pixel anchor to the released class means: post-processing
+            weight, target = anchor
+
+            def penalty(x):
+                return weight * ((x - target) ** 2).mean()
         history = kip_moments.distil(support, features_of, support_y, gram, cross,
                                      self.regularization, self.moment_steps, self.learning_rate,
-                                     project=project_unit_box, progress=progress)
+                                     project=project_unit_box, progress=progress,
+                                     penalty=penalty)
         notes = [
             f'One joint release of the two sums the linear-kernel KIP loss reads (n = {n}, '
             f'Gram share c = {float(self.moment_share):g}): the '

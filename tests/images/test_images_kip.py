@@ -17,8 +17,9 @@ from tests.privacy.test_poisson import _bbghs_conversion, _gdp_epsilon, _schedul
 
 pytestmark = pytest.mark.filterwarnings('ignore::RuntimeWarning')  # autodp's optimiser warnings
 
+# pixel_prior=None: these tests read DP-SGD's release alone (test_images_pixel_prior: the prior)
 TINY = dict(images_per_class=2, epochs=1, batch_size=300, clip_norm=1e-2, learning_rate=0.05,
-            pixel_range=(0, 16), random_state=0, mechanism='dp-sgd')
+            pixel_range=(0, 16), random_state=0, mechanism='dp-sgd', pixel_prior=None)
 
 
 def _problem(seed=0, m=6, p=20, b=7, k=3):

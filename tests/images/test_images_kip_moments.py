@@ -16,8 +16,10 @@ from sdv_dpkme.privacy import Ledger
 from sdv_dpkme.privacy.testing import fixed_noise
 from tests.privacy.test_poisson import _gdp_epsilon
 
-MOM = dict(images_per_class=2, moment_steps=20, learning_rate=0.05,  # the default mechanism
-           pixel_range=(0, 16), random_state=0)
+# the default mechanism; pixel_prior=None: these tests read the moments release alone
+# (test_images_pixel_prior: the prior's release beside it)
+MOM = dict(images_per_class=2, moment_steps=20, learning_rate=0.05,
+           pixel_range=(0, 16), random_state=0, pixel_prior=None)
 
 
 def _extreme_rows(p=12, seed=0):

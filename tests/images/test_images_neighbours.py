@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import sdv_dpkme.images as images
-from sdv_dpkme.images import DPHPImageGenerator, DPKIPScatterNet, DPMERFImageGenerator
+from sdv_dpkme.images import (DPHPImageGenerator, DPKIPScatterNet, DPMERFImageGenerator,
+                               PixelPrior)
 from sdv_dpkme.privacy.testing import fixed_noise
 from tests.privacy.graph import diff, flatten
 
@@ -30,10 +31,14 @@ CASES = {
                                generator_dims=(8,)),
     DPHPImageGenerator: dict(order=3, steps=3, batch_size=50, latent_dim=4, generator_dims=(8,)),
 }
+# DP-KIP's runs walk the default pixel prior (its release, the init); one adds its anchor term
 RUNS = [(cls, kwargs) for cls, kwargs in CASES.items()] + [
     (DPKIPScatterNet, dict(images_per_class=1, mechanism='moments', moment_steps=3)),
+    (DPKIPScatterNet, dict(images_per_class=1, mechanism='moments', moment_steps=3,
+                           pixel_prior=PixelPrior(anchor=1.0))),
 ]
-IDS = [f'{c.__name__}-{k.get("mechanism", "default")}' for c, k in RUNS]
+IDS = [f'{c.__name__}-{k.get("mechanism", "default")}'
+       + ('-anchor' if k.get('pixel_prior') else '') for c, k in RUNS]
 # DP outputs (and what is trained on them only); the run's wall time is per instance
 OUTPUTS = ('.distilled_images_', '._support01', '.history_', '.class_weights_',
            '.loss_history_', '._model.class_weights', '._model.loss_values')

@@ -4,7 +4,7 @@ released pixel lies in the declared pixel range (issue 43)."""
 import numpy as np
 import pytest
 
-from sdv_dpkme.images import DPKIPScatterNet
+from sdv_dpkme.images import DPKIPScatterNet, PixelPrior
 from sdv_dpkme.privacy.testing import fixed_noise
 
 pytestmark = pytest.mark.filterwarnings('ignore::RuntimeWarning')  # autodp's optimiser warnings
@@ -16,6 +16,11 @@ LOUD = dict(images_per_class=2, learning_rate=2.0, random_state=0)
 MECHANISMS = {
     'dp-sgd': dict(mechanism='dp-sgd', epochs=2, batch_size=300, clip_norm=1e-2),
     'moments': dict(mechanism='moments', moment_steps=15),
+    # both start from the released class means (the default pixel prior); this one adds the
+    # anchor term, and one starts from public uniform noise as before
+    'moments-anchor': dict(mechanism='moments', moment_steps=15,
+                           pixel_prior=PixelPrior(anchor=1.0)),
+    'moments-uniform': dict(mechanism='moments', moment_steps=15, pixel_prior=None),
 }
 
 
