@@ -67,6 +67,13 @@ class _KMEKernel:
             that remain. 'fixed': every term the options ask for. The privacy report lists the
             plan's decisions and numbers either way (docs/privacy_report.md).
         max_noise_ratio: the threshold of ``plan='auto'`` (a number > 0).
+        one_way: release 'one_way', every column's own kernel (one-hot for a categorical
+            column; for a numeric one the Fourier series of ``marginal_length_scale``, 0.01
+            when that is None) pooled over the classes: one release of the one-way marginals,
+            whose noise is about sqrt(C) below that of the class-conditional releases summed
+            over C classes. The generator matches its class mixture to it (weight
+            ``marginal_weight``). 'auto': with a target_column of >= 2 public categories;
+            True, False: on, off.
     """
 
     budget_shares: dict = None
@@ -79,6 +86,7 @@ class _KMEKernel:
     selected_pairs_score: str = 'signal'
     plan: str = 'auto'
     max_noise_ratio: float = 5.0
+    one_way: object = 'auto'
 
     def __post_init__(self):
         shares = self.budget_shares
@@ -112,6 +120,8 @@ class _KMEKernel:
         ratio = self.max_noise_ratio
         check(_number(ratio) and 0 < ratio < math.inf,
               f'max_noise_ratio must be a number > 0, got {ratio!r}.')
+        check(isinstance(self.one_way, bool) or self.one_way == 'auto',
+              f"one_way must be 'auto', True or False, got {self.one_way!r}.")
 
 
 @dataclass(frozen=True)
