@@ -71,6 +71,8 @@ class OneWayMap:
         """sum_i y_i (outer) phi(x_i) (C, dim); ``project``: each block as the sensitivity
         bound assumes (the private pass)."""
         y = y.to(x.dtype)
+        if project:  # any row: finite values keep cos / sin finite (a no-op on valid rows)
+            x = torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0).clamp(-1e6, 1e6)
         parts = []
         for b in self.categorical:
             psi = b.of(x)
