@@ -49,7 +49,7 @@ SYNTHESIZERS = {
     DPHPSynthesizer: dict(
         fast=FAST,
         groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs',
-                'selected_pairs'},
+                'selected_pairs', 'one_way'},
         # 'integer_vote': epsilon high enough that the 80-row attack table gets the DP vote on
         # the undeclared integer-ness of income, lo, mid and hi (tests/domain/test_integer_vote.py)
         # 'planned': the default noise-aware plan (FAST fixes plan='fixed' so that every release
@@ -62,7 +62,8 @@ SYNTHESIZERS = {
     ),
     DPMERFSynthesizer: dict(
         fast=FAST_MERF,
-        groups={'class_proportions', 'embedding', 'marginals', 'pairs', 'selected_pairs'},
+        groups={'class_proportions', 'embedding', 'marginals', 'pairs', 'selected_pairs',
+                'one_way'},
         modes={'single': {}, 'minibatch': {'releases': 'minibatch', 'minibatch_size': 32},
                'planned': {'plan': 'auto'}},
         steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
