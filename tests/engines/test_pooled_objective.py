@@ -7,6 +7,7 @@ with noisy class-conditional targets it brings the generated marginal closer to 
 """
 
 import numpy as np
+import pytest
 import torch
 
 from sdv_dpkme.engines.generator import (
@@ -106,3 +107,24 @@ def test_pooled_release_lowers_the_marginal_error_of_noisy_class_targets():
         generator, _ = _train(objectives, weights)
         errors.append(0.5 * np.abs(_mixture_shares(generator, weights) - truth).sum())
     assert errors[1] < 0.8 * errors[0], errors
+
+
+def test_calibration_reads_the_one_way_tables_and_weighs_them_by_their_noise():
+    from sdv_dpkme.engines.calibration import one_way_marginals, with_one_way
+
+    blocks = BLOCKS + [Block('v', 'numeric', (CATEGORIES + 5,))]
+    fmap = OneWayMap(blocks)
+    truth = _shares(5)
+    x = torch.zeros(CATEGORIES, CATEGORIES + 6, dtype=torch.float64)
+    x[:, :CATEGORIES] = torch.eye(CATEGORIES, dtype=torch.float64)
+    target = (fmap(x) * torch.as_tensor(truth)[:, None]).sum(0, keepdim=True)
+    objective = Objective('One-way', fmap, target, pooled=True,
+                          noise_std=torch.full((1,), 0.01, dtype=torch.float64))
+    (table, noise), = one_way_marginals([objective], {'c'}).values()
+    assert np.allclose(table.numpy(), truth, atol=1e-6)  # the out-of-domain bucket left out
+    assert noise == pytest.approx(0.01 * 2 ** 0.5)  # two columns: each block is phi / sqrt(2)
+    other = torch.full((CATEGORIES,), 1 / CATEGORIES)
+    combined, std = with_one_way({'c': (other, 3 * noise)}, {'c': (table, noise)})['c']
+    # inverse variance: the one-way table (9x the precision) has 0.9 of the weight
+    assert np.allclose(combined.numpy(), 0.1 * other.numpy() + 0.9 * truth, atol=1e-6)
+    assert std == pytest.approx(noise * 0.9 ** 0.5)
