@@ -178,8 +178,9 @@ def with_one_way(marginals, one_way):
             continue
         other, other_noise = out[name]
         a, b = 1 / max(other_noise, 1e-30) ** 2, 1 / max(noise, 1e-30) ** 2
-        out[name] = ((a * other.double() + b * table.double()).float() / (a + b),
-                     (a + b) ** -0.5)
+        a, b = a / (a + b), b / (a + b)  # weights, not precisions: no overflow at noise 0
+        out[name] = ((a * other.double() + b * table.double()).float(),
+                     1 / (1 / max(other_noise, 1e-30) ** 2 + 1 / max(noise, 1e-30) ** 2) ** 0.5)
     return out
 
 

@@ -128,3 +128,6 @@ def test_calibration_reads_the_one_way_tables_and_weighs_them_by_their_noise():
     # inverse variance: the one-way table (9x the precision) has 0.9 of the weight
     assert np.allclose(combined.numpy(), 0.1 * other.numpy() + 0.9 * truth, atol=1e-6)
     assert std == pytest.approx(noise * 0.9 ** 0.5)
+    # noise-free releases (epsilon=inf): a finite mean, no overflow
+    combined, std = with_one_way({'c': (other, 0.0)}, {'c': (table, 0.0)})['c']
+    assert torch.isfinite(combined).all() and np.isfinite(std)
