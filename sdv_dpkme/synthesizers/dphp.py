@@ -40,7 +40,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
 
     def _default_budget_shares(self):
         return {'class_proportions': 0.01, 'sum_kernel': 0.3, 'product_kernel': 0.19,
-                'marginals': 0.2, 'pairs': 0.3, 'selected_pairs': 0.1, 'one_way': 0.1}
+                'marginals': 0.2, 'pairs': 0.3, 'selected_pairs': 0.1, 'one_way': 0.4}
 
     def _kernel_terms(self, blocks, generator, steps):
         kernel, training = self.kernel, self.training

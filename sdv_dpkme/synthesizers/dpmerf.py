@@ -48,7 +48,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
 
     def _default_budget_shares(self):
         return {'class_proportions': 0.01, 'embedding': 0.69, 'marginals': 0.15, 'pairs': 0.15,
-                'selected_pairs': 0.1, 'one_way': 0.1}
+                'selected_pairs': 0.1, 'one_way': 0.4}
 
     def _kernel_terms(self, blocks, generator, steps):
         return dpmerf_terms(blocks, self.kernel.n_features, self.kernel.length_scale, generator)
