@@ -72,8 +72,10 @@ class _KMEKernel:
             when that is None) pooled over the classes: one release of the one-way marginals,
             whose noise is about sqrt(C) below that of the class-conditional releases summed
             over C classes. The generator matches its class mixture to it (weight
-            ``marginal_weight``). 'auto': with a target_column of >= 2 public categories;
-            True, False: on, off.
+            ``marginal_weight``), and calibration reads its tables. 'auto': with a
+            target_column of >= 2 public categories; True, False: on, off. Its default
+            ``budget_shares`` entry is 0.4 (MST, for one, spends a third of its budget on
+            one-way marginals).
     """
 
     budget_shares: dict = None
