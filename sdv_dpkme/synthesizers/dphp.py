@@ -12,7 +12,7 @@ Release plan (all Gaussian, composed exactly by one accountant):
      every pair of columns (``PairwiseKernelMap``), sensitivity
      sqrt((2 P_cc + 4 P_other) / P) / n <= 2/n (``replace_bound``), and 'selected_pairs' of
      categorical pairs, sqrt(2)/n;
-  6. 'one_way' (``kernel.one_way``; 'auto': with a target): every column's own kernel pooled
+  6. 'one_way' (``kernel.one_way``; 'auto': with a target of >= 3 classes): every column's own kernel pooled
      over the classes, (1/n) sum_i phi(x_i) (``OneWayMap``), sensitivity
      sqrt((2 m_categorical + 4 m_numeric) / m) / n.
 The generator is then trained against these fixed releases; private rows are not touched again.

@@ -12,7 +12,7 @@ Release plan (Gaussian, one accountant):
      mode too);
   4. 'selected_pairs' (single mode, unless ``selected_pairs=0``): the categorical pairs of a
      spanning tree chosen on the released 'pairs' tables, released again, sensitivity sqrt(2)/n;
-  5. 'one_way' (``kernel.one_way``; 'auto': with a target): every column's own kernel pooled
+  5. 'one_way' (``kernel.one_way``; 'auto': with a target of >= 3 classes): every column's own kernel pooled
      over the classes, (1/n) sum_i phi(x_i) (``OneWayMap``), sensitivity
      sqrt((2 m_categorical + 4 m_numeric) / m) / n.
 The generator is trained against these fixed releases; private rows are not touched again.

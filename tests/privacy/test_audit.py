@@ -267,7 +267,7 @@ def test_white_box_fits_stop_after_their_releases(adult):
     with recording(stop_when_done=True) as rec:
         synthesizer.fit({'adult': adult[0]})
     assert [r.name for r in rec.releases] == ['class_proportions', 'embedding', 'marginals',
-                                              'pairs', 'one_way', 'selected_pairs']
+                                              'pairs', 'selected_pairs']
     assert not synthesizer._fitted
     synthesizer = build()
     synthesizer.fit({'adult': adult[0]})

@@ -14,7 +14,7 @@ from tests.privacy.test_adversarial import build, fit
 
 @pytest.mark.parametrize('cls', [DPHPSynthesizer, DPMERFSynthesizer])
 def test_one_way_is_one_pooled_release_in_the_ledger_plan_and_report(cls):
-    synth = build(cls, next(iter(SYNTHESIZERS[cls]['modes'])))
+    synth = build(cls, 'one_way')
     releases = fit(synth, attack.table())
     # the adversarial suite (same builder) walks it: a neighbour's release moves within its bound
     assert 'one_way' in [name for name, *_ in releases]
@@ -29,13 +29,18 @@ def test_one_way_is_one_pooled_release_in_the_ledger_plan_and_report(cls):
     assert math.isclose(planned['expected_noise_norm'],
                         planned['noise_multiplier'] * planned['sensitivity'] * fmap.dim ** 0.5)
     assert 'one_way' in str(report) and 'one_way' in _plan(report.plan)
-    assert synth.get_parameters()['kernel'].one_way == 'auto'
+    assert synth.get_parameters()['kernel'].one_way is True
     assert 'One-way loss' in synth.get_loss_values().columns
 
 
-def test_one_way_auto_needs_a_target_and_false_turns_it_off():
-    synth = build(DPHPSynthesizer, 'default', one_way=False)
+def test_one_way_auto_needs_a_target_of_three_classes_and_false_turns_it_off():
+    synth = build(DPHPSynthesizer, 'one_way', one_way=False)
     assert 'one_way' not in [name for name, *_ in fit(synth, attack.table())]
+    synth = build(DPHPSynthesizer, 'default')  # 'auto', the attack table's 2-class label
+    assert synth.kernel.one_way == 'auto'
+    assert 'one_way' not in [name for name, *_ in fit(synth, attack.table())]
+    synth = build(DPHPSynthesizer, 'default', target_column='city')  # 3 declared categories
+    assert 'one_way' in [name for name, *_ in fit(synth, attack.table())]
     synth = build(DPHPSynthesizer, 'default', target_column=None)
     assert 'one_way' not in [name for name, *_ in fit(synth, attack.table())]
     synth = build(DPHPSynthesizer, 'default', target_column=None, one_way=True)
