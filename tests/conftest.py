@@ -49,7 +49,7 @@ SYNTHESIZERS = {
     DPHPSynthesizer: dict(
         fast=FAST,
         groups={'class_proportions', 'sum_kernel', 'product_kernel', 'marginals', 'pairs',
-                'selected_pairs', 'one_way'},
+                'selected_pairs'},
         # 'integer_vote': epsilon high enough that the 80-row attack table gets the DP vote on
         # the undeclared integer-ness of income, lo, mid and hi (tests/domain/test_integer_vote.py)
         # 'planned': the default noise-aware plan (FAST fixes plan='fixed' so that every release
@@ -64,8 +64,7 @@ SYNTHESIZERS = {
     ),
     DPMERFSynthesizer: dict(
         fast=FAST_MERF,
-        groups={'class_proportions', 'embedding', 'marginals', 'pairs', 'selected_pairs',
-                'one_way'},
+        groups={'class_proportions', 'embedding', 'marginals', 'pairs', 'selected_pairs'},
         modes={'single': {}, 'minibatch': {'releases': 'minibatch', 'minibatch_size': 32},
                'planned': {'plan': 'auto'}, 'one_way': {'one_way': True}},
         steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
