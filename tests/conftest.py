@@ -57,14 +57,16 @@ SYNTHESIZERS = {
         modes={'default': {}, 'reweighted': {'reweight_generated_rows': 40},
                'integer_vote': {'epsilon': 50.0},
                'unselected': {'selected_pairs': 0},
-               'planned': {'plan': 'auto'}}, steps=15,
+               'planned': {'plan': 'auto'},
+               # the pooled release ('auto' is off with the attack table's 2-class target)
+               'one_way': {'one_way': True}}, steps=15,
         short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPMERFSynthesizer: dict(
         fast=FAST_MERF,
         groups={'class_proportions', 'embedding', 'marginals', 'pairs', 'selected_pairs'},
         modes={'single': {}, 'minibatch': {'releases': 'minibatch', 'minibatch_size': 32},
-               'planned': {'plan': 'auto'}},
+               'planned': {'plan': 'auto'}, 'one_way': {'one_way': True}},
         steps=15, short={'steps': 3}, long={'steps': 40}, kme=True,
     ),
     DPKIPSynthesizer: dict(

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from sdv_dpkme.engines.generator import CategoryGroups
 from sdv_dpkme.engines.link_structure import choose_parents as link_parents
 from sdv_dpkme.engines.link_structure import pair_scores
-from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap
+from sdv_dpkme.features import OneWayMap, PairwiseKernelMap, SumKernelMap
 from sdv_dpkme.features.marginal import FourierMarginalMap
 
 #: most one pass of iterative proportional fitting may add to one cell's offset (nats): a cell
@@ -146,6 +146,41 @@ def released_marginals(sources, names, objectives=()):
     for name, estimates in parts.items():
         precision = sum(1 / var for _, var in estimates)
         out[name] = (sum(m / var for m, var in estimates) / precision, precision ** -0.5)
+    return out
+
+
+def one_way_marginals(objectives, names):
+    """{name: ((w - 1,) frequencies without the out-of-domain bucket, cell noise std)} of the
+    categorical columns ``names`` in a pooled 'one_way' release: already pooled over the
+    classes, with the noise of one release."""
+    out = {}
+    for o in objectives:
+        fmap = o.feature_map
+        if not (isinstance(fmap, OneWayMap) and o.pooled and isinstance(o.target, torch.Tensor)
+                and o.noise_std is not None):
+            continue
+        scale, start = fmap.n_columns ** 0.5, 0
+        for block in fmap.categorical:
+            if block.name in names:
+                table = o.target[0, start:start + block.width].double() * scale
+                out[block.name] = (table[:-1].float(), float(o.noise_std[0]) * scale)
+            start += block.width
+    return out
+
+
+def with_one_way(marginals, one_way):
+    """The pooled marginals (table, cell noise) combined with the 'one_way' ones by inverse
+    variance; a column only in one of them keeps that one."""
+    out = dict(marginals)
+    for name, (table, noise) in one_way.items():
+        if name not in out:
+            out[name] = (table, noise)
+            continue
+        other, other_noise = out[name]
+        a, b = 1 / max(other_noise, 1e-30) ** 2, 1 / max(noise, 1e-30) ** 2
+        a, b = a / (a + b), b / (a + b)  # weights, not precisions: no overflow at noise 0
+        out[name] = ((a * other.double() + b * table.double()).float(),
+                     1 / (1 / max(other_noise, 1e-30) ** 2 + 1 / max(noise, 1e-30) ** 2) ** 0.5)
     return out
 
 
@@ -314,8 +349,10 @@ def calibrate(generator, objectives, class_weights, rng, max_parents=2, rounds=4
         return table, float((w ** 2 * noise.double().reshape(len(w), -1)[:, 0] ** 2).sum()) ** 0.5
 
     drawable = {name for name, j in index.items() if len(heads[j].columns) > 1}
-    marginals = released_marginals(sources, drawable, objectives)
-    plan = [(index[name], None, *pooled(*m)) for name, m in marginals.items()]  # marginals first
+    marginals = {name: pooled(*m) for name, m in
+                 released_marginals(sources, drawable, objectives).items()}
+    marginals = with_one_way(marginals, one_way_marginals(objectives, drawable))
+    plan = [(index[name], None, *m) for name, m in marginals.items()]  # marginals first
     chosen = choose_parents(objectives, weights, sorted(drawable), max_parents)
     for child, ps in chosen.items():
         plan += [(index[child], index[p], *pooled(*released_table(sources, p, child)))

@@ -15,6 +15,7 @@ from sdv_dpkme.engines.generator_training import (  # noqa: F401 - the engine's 
     Objective,
     class_loss_weights,
     mmd_to_target,
+    pooled_mmd_to_target,
     train_generator,
 )
 from sdv_dpkme.features import pair_blocks_within

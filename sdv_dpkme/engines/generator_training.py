@@ -20,7 +20,8 @@ from sdv_dpkme.engines.adam import Adam
 
 @dataclass
 class Objective:
-    """Match the generator's class-conditional feature means to ``target`` (C, P).
+    """Match the generator's class-conditional feature means to ``target`` (C, P), or with
+    ``pooled`` its mixture over the classes to a target (1, P) (``pooled_mmd_to_target``).
 
     ``target`` is a fixed tensor (a single release) or a function of the step returning one (a
     fresh release per step, e.g. DP-MERF's minibatch mode).
@@ -35,6 +36,7 @@ class Objective:
     period: int = 1  # active on the steps where step % period == phase
     phase: int = 0
     noise_std: torch.Tensor = None  # (C,) std of the release noise in each class's target
+    pooled: bool = False  # target (1, P): the class mixture's features; noise_std (1,)
 
     def noise_floor(self, classes, class_weights=None):
         """E ||noise||^2 summed over ``classes`` (each class's term times ``class_weights``, as
@@ -42,6 +44,8 @@ class Objective:
         (public: from sigma, n and the released class weights)."""
         if self.noise_std is None:
             return None
+        if self.pooled:  # one target for the mixture, one term in the loss
+            return float(self.feature_map.dim * self.noise_std.double()[0] ** 2)
         energy = self.noise_std[classes].double() ** 2
         if class_weights is not None:
             energy = energy * torch.as_tensor(class_weights, dtype=torch.float64).cpu()
@@ -74,6 +78,26 @@ def mmd_to_target(target, sums, sq_norms, counts, unbiased=True, class_weights=N
     return per_class.sum()
 
 
+def pooled_mmd_to_target(target, sums, sq_norms, counts, mixture, unbiased=True):
+    """An estimate of ||target - sum_c w_c E phi(G(z, c))||^2 from a batch balanced over the
+    classes, ``target`` (1, P) and ``mixture`` w (C,) summing to 1.
+
+    Expanded, ||t||^2 - 2 sum_c w_c t.mu_c + sum_{c, c'} w_c w_c' mu_c.mu_c'. Class means of
+    different classes come from different rows, so m_c.m_c' is unbiased for c != c'; only the
+    diagonal c = c' takes the U-statistic of ``mmd_to_target`` in place of ||m_c||^2.
+    """
+    means = sums / counts
+    mixed = (mixture[:, None] * means).sum(0)
+    loss = (target[0] * target[0]).sum() - 2 * (target[0] * mixed).sum() + (mixed * mixed).sum()
+    if unbiased:
+        n = counts[:, 0]
+        pairs = ((sums * sums).sum(1) - sq_norms) / (n * (n - 1)).clamp(min=1)
+        plain = (means * means).sum(1)
+        pairs = torch.where(n > 1, pairs, plain)
+        loss = loss + (mixture ** 2 * (pairs - plain)).sum()
+    return loss
+
+
 #: learning-rate schedules of ``train_generator``
 SCHEDULES = ('constant', 'cosine')
 
@@ -91,13 +115,17 @@ def _lr_factor(schedule, steps):
 
 def train_generator(generator, objectives, classes, steps, batch_size, learning_rate, device,
                     torch_generator, verbose=True, unbiased=True, schedule='constant',
-                    class_weights=None):
+                    class_weights=None, mixture=None):
     """Adam on sum_k w_k sum_c l_c ||target_k[c] - E phi_k(G(z, c))||^2, estimated per batch
     (``mmd_to_target``; ``unbiased=False``: the plug-in estimate of the original papers), with the
     learning rate held (``schedule='constant'``) or decayed to 0 on a cosine (``'cosine'``).
 
     Each batch is balanced over ``classes`` (the classes with positive released weight).
     ``class_weights``: l_c for each of ``classes`` (None: all 1), e.g. ``class_loss_weights``.
+    A pooled objective (``Objective.pooled``) is one term for the mixture sum_c w_c G(., c) with
+    ``mixture`` w over ``classes`` (the released class weights; None: uniform), renormalised,
+    and it is weighed by sum_c l_c: a shift of one column's marginal in every class costs as
+    much there as it does summed over the class-conditional terms.
     Returns the loss history as a DataFrame. The loss is an unbiased estimate of the distance to
     the noisy target, so it levels off near the noise energy; for single releases the history
     also has each term's loss minus that public noise floor ('... above noise floor'), an
@@ -118,6 +146,12 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
         exact = torch.as_tensor(class_weights, dtype=torch.float64)
         weights = exact.float().to(device)
     floors = [o.noise_floor(classes, exact) for o in objectives]
+    mix = torch.ones(len(classes), dtype=torch.float64) if mixture is None \
+        else torch.as_tensor(mixture, dtype=torch.float64).cpu()
+    mix = (mix / mix.sum()).float().to(device)
+    pooled_weight = float(len(classes) if exact is None else exact.sum())
+    floors = [f if f is None or not o.pooled else pooled_weight * f
+              for o, f in zip(objectives, floors)]
     history = []
     skipped = 0
     started = time.perf_counter()
@@ -144,7 +178,11 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
             else:
                 sums, sq_norms = fmap.class_moments(x, y_loss)
             moments[id(fmap), id(x)] = sums
-            loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased, weights)
+            if objective.pooled:
+                loss = pooled_weight * pooled_mmd_to_target(target, sums, sq_norms, counts, mix,
+                                                            unbiased)
+            else:
+                loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased, weights)
             total = total + objective.weight * loss
             key = objective.name + ' loss'
             record[key] = record.get(key, 0.0) + float(loss.detach())
@@ -191,10 +229,13 @@ def class_loss_weights(objectives, classes):
     others' and drives the layers every class shares (issue 42: FARS, RACE 'White' 0.6 % instead
     of 19 %); l_c shrinks its pull to about S / N_c. Classes whose noise is small next to S keep
     a weight near 1, so a well-measured minority class is not traded away. None when no release
-    has a known noise (subsampled releases only)."""
+    has a known noise (subsampled releases only). A pooled objective is left out: its noise is
+    the same for every class, so it says nothing about which class to trust."""
     classes = torch.as_tensor(classes, dtype=torch.long)
     signal, energy, known = 0.0, torch.zeros(len(classes), dtype=torch.float64), False
     for objective in objectives:
+        if objective.pooled:
+            continue
         signal += objective.weight
         if objective.noise_std is not None:
             known = True

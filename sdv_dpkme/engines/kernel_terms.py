@@ -11,6 +11,7 @@ from sdv_dpkme.engines.kme_plan import KernelTerm
 from sdv_dpkme.features import (
     FourierKernelMap,
     FourierMarginalMap,
+    OneWayMap,
     PairwiseKernelMap,
     ProductKernelMap,
     SumKernelMap,
@@ -57,9 +58,13 @@ def dphp_terms(blocks, *, sum_order, sum_sigma2, product_order, product_sigma2, 
 
 
 def shared_terms(blocks, marginal_length_scale, marginal_weight, pair_length_scale, pair_weight,
-                 max_pair_features, max_pair_width=None, rng=None, notes=None):
+                 max_pair_features, max_pair_width=None, rng=None, notes=None,
+                 one_way_length_scale=None, one_way_weight=1.0):
     """The terms both methods add: fine-scale marginals of the numeric columns and pairwise
-    products over all columns (each off with its length None). The pairs' layout
+    products over all columns (each off with its length None), and with
+    ``one_way_length_scale`` the 'one_way' term: every column's own kernel (``OneWayMap``)
+    released pooled over the classes, so that column shapes are matched with the noise of one
+    release rather than of C class-conditional ones summed. The pairs' layout
     (``features.pair_layout``) is chosen from public widths; what it narrows or leaves out, and
     why, is appended to ``notes`` (the privacy report's) and warned about."""
     terms = []
@@ -77,6 +82,9 @@ def shared_terms(blocks, marginal_length_scale, marginal_weight, pair_length_sca
             fmap = PairwiseKernelMap(layout.kept, pair_length_scale, layout.n_frequencies,
                                      layout.pairs)
             terms.append(KernelTerm('pairs', 'Pairs', fmap, weight=pair_weight))
+    if one_way_length_scale and blocks:
+        terms.append(KernelTerm('one_way', 'One-way', OneWayMap(blocks, one_way_length_scale),
+                                weight=one_way_weight, pooled=True))
     return terms
 
 

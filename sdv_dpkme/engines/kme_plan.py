@@ -30,6 +30,7 @@ class KernelTerm:
     last_step: int = None  # exclusive; None = until the end
     period: int = 1  # used on the steps where step % period == phase
     phase: int = 0
+    pooled: bool = False  # released pooled over the classes: (1/n) sum_i phi(x_i), shape (1, P)
 
 
 def plan_releases(terms, shares, has_target, extra_groups=()):
@@ -96,22 +97,33 @@ def one_pass(rows, n_classes, terms, verbose):
 
 
 def release_terms(stats, terms, sigmas, divisor, ledger):
-    """One Gaussian release per term of the merged pass ``stats`` -> objectives."""
+    """One Gaussian release per term of the merged pass ``stats`` -> objectives.
+
+    A pooled term's release is the sum over the classes of its joint embedding, (1/n) sum_i
+    phi(x_i): a row's class does not enter, so its sensitivity is the map's sup ||phi(x) -
+    phi(x')|| / n, which ``replace_sensitivity`` bounds (the class-sums bound covers the case
+    of the same class)."""
     if not terms:
         return []
     n = stats.n
     objectives = []
     for term, embedding in zip(terms, stats.means()):
         sensitivity = replace_sensitivity(term.feature_map) / n
+        if term.pooled:
+            embedding = embedding.sum(0, keepdim=True)
         noisy = ledger.mechanism.release(
             embedding, name=term.group, description=term.feature_map.describe(),
             sensitivity=sensitivity, noise_multiplier=sigmas[term.group],
         )
+        std = sigmas[term.group] * sensitivity
         objectives.append(Objective(
             term.label, term.feature_map,
-            noisy / divisor,  # joint -> class-conditional means (post-processing)
+            # joint -> class-conditional means (post-processing); a pooled target stays as is
+            noisy if term.pooled else noisy / divisor,
             weight=term.weight, first_step=term.first_step, last_step=term.last_step,
             period=term.period, phase=term.phase,
-            noise_std=(sigmas[term.group] * sensitivity) / divisor[:, 0],
+            noise_std=torch.full((1,), std, dtype=torch.float64) if term.pooled
+            else std / divisor[:, 0],
+            pooled=term.pooled,
         ))
     return objectives

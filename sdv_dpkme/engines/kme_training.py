@@ -64,7 +64,7 @@ def trained_generator(blocks, columns, target, weights, objectives, training, rn
     history = train_generator(
         generator, objectives, classes, training.steps, training.batch_size,
         training.learning_rate, training.device, rng, verbose=verbose, schedule=training.schedule,
-        class_weights=class_loss_weights(objectives, classes),
+        class_weights=class_loss_weights(objectives, classes), mixture=weights[classes],
     )
     collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
     history.attrs['pair_cell_noise'] = noise
@@ -95,7 +95,8 @@ def reweighted_pools(model, objectives, rows, rng, verbose=False):
     closest to the released ones (Balog et al.'s reweighting applied to the generator's rows):
     minimise sum_k weight_k ||sum_g w_g phi_k(g) - target_k,c||^2 over the simplex. Only the
     fixed releases are used (post-processing, no extra epsilon)."""
-    fixed = [o for o in objectives if isinstance(o.target, torch.Tensor)]
+    # a pooled target is of the class mixture, not of one class's rows
+    fixed = [o for o in objectives if isinstance(o.target, torch.Tensor) and not o.pooled]
     pools = {}
     classes = np.flatnonzero(model.class_weights > 0)
     for c in tqdm(classes, desc='Reweighting generated rows', disable=not verbose, leave=False):

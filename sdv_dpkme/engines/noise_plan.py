@@ -76,7 +76,7 @@ def _numbers(terms, plan, sigmas, n, n_classes, selected_dim):
     for term in terms:
         fmap = term.feature_map
         sens = replace_sensitivity(fmap) / n
-        dim = int(fmap.dim) * n_classes
+        dim = int(fmap.dim) * (1 if term.pooled else n_classes)  # pooled: one row
         noise = sigmas[term.group] * sens * math.sqrt(dim)
         bound = float(getattr(fmap, 'norm_bound', 1.0))
         if term.group not in out or noise / bound > out[term.group][3] / out[term.group][4]:

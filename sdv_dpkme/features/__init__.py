@@ -10,6 +10,7 @@ from sdv_dpkme.features.blocks import (
 )
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
 from sdv_dpkme.features.marginal import FourierMarginalMap
+from sdv_dpkme.features.one_way import OneWayMap
 from sdv_dpkme.features.pairwise import PairwiseKernelMap, pair_blocks_within
 from sdv_dpkme.features.rff import FourierKernelMap
 
@@ -17,6 +18,7 @@ __all__ = [
     'Block',
     'FourierKernelMap',
     'FourierMarginalMap',
+    'OneWayMap',
     'PairwiseKernelMap',
     'ProductKernelMap',
     'SumKernelMap',

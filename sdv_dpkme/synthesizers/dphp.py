@@ -11,7 +11,10 @@ Release plan (all Gaussian, composed exactly by one accountant):
   5. 'pairs' (unless ``kernel.pair_length_scale=None``): products of per-column features over
      every pair of columns (``PairwiseKernelMap``), sensitivity
      sqrt((2 P_cc + 4 P_other) / P) / n <= 2/n (``replace_bound``), and 'selected_pairs' of
-     categorical pairs, sqrt(2)/n.
+     categorical pairs, sqrt(2)/n;
+  6. 'one_way' (``kernel.one_way``; 'auto': with a target of >= 3 classes): every column's own kernel pooled
+     over the classes, (1/n) sum_i phi(x_i) (``OneWayMap``), sensitivity
+     sqrt((2 m_categorical + 4 m_numeric) / m) / n.
 The generator is then trained against these fixed releases; private rows are not touched again.
 """
 
@@ -40,7 +43,7 @@ class DPHPSynthesizer(BaseDPKMESynthesizer):
 
     def _default_budget_shares(self):
         return {'class_proportions': 0.01, 'sum_kernel': 0.3, 'product_kernel': 0.19,
-                'marginals': 0.2, 'pairs': 0.3, 'selected_pairs': 0.1}
+                'marginals': 0.2, 'pairs': 0.3, 'selected_pairs': 0.1, 'one_way': 0.4}
 
     def _kernel_terms(self, blocks, generator, steps):
         kernel, training = self.kernel, self.training

@@ -11,7 +11,10 @@ Release plan (Gaussian, one accountant):
      sensitivity <= 2/n (``PairwiseKernelMap.replace_bound``; both single releases in minibatch
      mode too);
   4. 'selected_pairs' (single mode, unless ``selected_pairs=0``): the categorical pairs of a
-     spanning tree chosen on the released 'pairs' tables, released again, sensitivity sqrt(2)/n.
+     spanning tree chosen on the released 'pairs' tables, released again, sensitivity sqrt(2)/n;
+  5. 'one_way' (``kernel.one_way``; 'auto': with a target of >= 3 classes): every column's own kernel pooled
+     over the classes, (1/n) sum_i phi(x_i) (``OneWayMap``), sensitivity
+     sqrt((2 m_categorical + 4 m_numeric) / m) / n.
 The generator is trained against these fixed releases; private rows are not touched again.
 
 Minibatch mode (``kernel.releases='minibatch'``): every training step releases the joint
@@ -48,7 +51,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
 
     def _default_budget_shares(self):
         return {'class_proportions': 0.01, 'embedding': 0.69, 'marginals': 0.15, 'pairs': 0.15,
-                'selected_pairs': 0.1}
+                'selected_pairs': 0.1, 'one_way': 0.4}
 
     def _kernel_terms(self, blocks, generator, steps):
         return dpmerf_terms(blocks, self.kernel.n_features, self.kernel.length_scale, generator)

@@ -68,6 +68,17 @@ class _KMEKernel:
             term's budget share goes to the terms that remain. 'fixed': every term the options ask for. The privacy report lists the
             plan's decisions and numbers either way (docs/privacy_report.md).
         max_noise_ratio: the threshold of ``plan='auto'`` (a number > 0).
+        one_way: release 'one_way', every column's own kernel (one-hot for a categorical
+            column; for a numeric one the Fourier series of ``marginal_length_scale``, 0.01
+            when that is None) pooled over the classes: one release of the one-way marginals,
+            whose noise is about sqrt(C) below that of the class-conditional releases summed
+            over C classes. The generator matches its class mixture to it (weight
+            ``marginal_weight``), and calibration reads its tables. 'auto': with a
+            target_column of >= 3 public categories (at 2 the gain, sqrt(2), did not pay for
+            its budget share on Adult: benchmarks/results/one_way.md); True, False: on, off.
+            Its default
+            ``budget_shares`` entry is 0.4 (MST, for one, spends a third of its budget on
+            one-way marginals).
     """
 
     budget_shares: dict = None
@@ -80,6 +91,7 @@ class _KMEKernel:
     selected_pairs_score: str = 'signal'
     plan: str = 'auto'
     max_noise_ratio: float = 5.0
+    one_way: object = 'auto'
 
     def __post_init__(self):
         shares = self.budget_shares
@@ -113,6 +125,8 @@ class _KMEKernel:
         ratio = self.max_noise_ratio
         check(_number(ratio) and 0 < ratio < math.inf,
               f'max_noise_ratio must be a number > 0, got {ratio!r}.')
+        check(isinstance(self.one_way, bool) or self.one_way == 'auto',
+              f"one_way must be 'auto', True or False, got {self.one_way!r}.")
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,8 @@ def _fit(cls, mode, monkeypatch):
                  known_categories=CATEGORIES, target_column='label', random_state=3,
                  domain={'columns': {'income': {'scale': 'linear'}}},
                  pair_weight=1.0, learning_rate_schedule='constant', category_smoothing=0.0,
-                 # and they predate DP-HP's selected pair release
-                 selected_pairs=0, **merf, **spec['fast'], **spec['modes'][mode])
+                 # and they predate DP-HP's selected pair release and the pooled one_way one
+                 selected_pairs=0, one_way=False, **merf, **spec['fast'], **spec['modes'][mode])
     with warnings.catch_warnings(), fixed_noise(5):
         warnings.simplefilter('ignore')
         synth.fit({'t': make_table()})
