@@ -7,7 +7,8 @@ most the map's norm bound (||phi|| <= 1), and its Gaussian noise has expected no
     sigma_k * (D_k / n) * sqrt(dimension_k * classes),
 
 from the calibrated multiplier sigma_k, the replace-one sensitivity D_k / n and the public
-width of the map. Every input is public: n (the sensitivities divide by it), epsilon, delta,
+width of the map (a release pooled over the classes, 'one_way', has one row: no factor of
+classes). Every input is public: n (the sensitivities divide by it), epsilon, delta,
 the layout and the kernel options.
 
 ``choose_releases`` takes the term whose ratio noise / signal bound is the largest above
@@ -44,7 +45,7 @@ class PlanEntry:
     decision: str  # 'kept', 'narrowed' or 'dropped'
     releases: int  # releases made (0 when dropped)
     planned: int  # releases the options asked for
-    dimension: int  # of one release (the largest), joint space: map width x classes
+    dimension: int  # of one release (the largest), joint space: map width x classes (pooled: x 1)
     sensitivity: float  # L2, replace-one, of one release
     noise_multiplier: float  # at the final plan (before dropping, for a dropped group)
     expected_noise_norm: float
