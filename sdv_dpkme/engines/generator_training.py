@@ -69,9 +69,7 @@ def mmd_to_target(target, sums, sq_norms, counts, unbiased=True, class_weights=N
     if not unbiased:
         per_class = ((target - means) ** 2).sum(1)
     else:
-        n = counts[:, 0]
-        pairs = ((sums * sums).sum(1) - sq_norms) / (n * (n - 1)).clamp(min=1)
-        pairs = torch.where(n > 1, pairs, (means * means).sum(1))
+        pairs = _mean_sq_norms(means, sums, sq_norms, counts)
         per_class = (target * target).sum(1) - 2 * (target * means).sum(1) + pairs
     if class_weights is not None:
         per_class = per_class * class_weights
@@ -90,12 +88,17 @@ def pooled_mmd_to_target(target, sums, sq_norms, counts, mixture, unbiased=True)
     mixed = (mixture[:, None] * means).sum(0)
     loss = (target[0] * target[0]).sum() - 2 * (target[0] * mixed).sum() + (mixed * mixed).sum()
     if unbiased:
-        n = counts[:, 0]
-        pairs = ((sums * sums).sum(1) - sq_norms) / (n * (n - 1)).clamp(min=1)
         plain = (means * means).sum(1)
-        pairs = torch.where(n > 1, pairs, plain)
-        loss = loss + (mixture ** 2 * (pairs - plain)).sum()
+        loss = loss + (mixture ** 2 * (_mean_sq_norms(means, sums, sq_norms, counts) - plain)).sum()
     return loss
+
+
+def _mean_sq_norms(means, sums, sq_norms, counts):
+    """Per class, the U-statistic (||sum_c||^2 - sum_i ||phi_i||^2) / (n_c (n_c - 1)) of
+    ||E phi||^2 (the plug-in ||mean_c||^2 where a class has one row)."""
+    n = counts[:, 0]
+    pairs = ((sums * sums).sum(1) - sq_norms) / (n * (n - 1)).clamp(min=1)
+    return torch.where(n > 1, pairs, (means * means).sum(1))
 
 
 #: learning-rate schedules of ``train_generator``
