@@ -9,7 +9,9 @@ Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3)
   3. one pass over the private rows: M_k = (1/n) sum_i phi_k(x_i) y_i^T for every kernel term k;
   4. releases M_k + N(0, (sigma_k D_k/n)^2): sensitivity D_k/n, D_k = 2 as ||phi_k|| <= 1, or
      the map's tighter proven bound (one-hot blocks of the sum and pair kernels:
-     ``replace_sensitivity``);
+     ``replace_sensitivity``); then the class shares, from w and the per-class totals of the
+     one-hot blocks in the M_k by inverse variance (post-processing, ``engines.class_shares``),
+     turn the joint releases into class-conditional targets;
      optionally (``PairSelection``) the few categorical pairs most associated in the 'pairs'
      release are released again from the same pass, with their own share (``kme_pairs``);
   5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
@@ -41,8 +43,12 @@ from sdv_dpkme.engines.kme_plan import (
     KernelTerm,
     one_pass,
     plan_releases,
+    release_class_proportions,
     release_class_weights,
+    release_embeddings,
     release_terms,
+    shared_class_weights,
+    term_objectives,
 )
 from sdv_dpkme.engines.kme_training import (
     Training,
@@ -50,7 +56,7 @@ from sdv_dpkme.engines.kme_training import (
     trained_generator,
 )
 from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
-from sdv_dpkme.engines.noise_plan import choose_releases, warn_if_weak
+from sdv_dpkme.engines.noise_plan import choose_releases, note_class_shares, warn_if_weak
 from sdv_dpkme.features import replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 from sdv_dpkme.privacy.recorder import releases_done
@@ -79,8 +85,13 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
     # 2-4. one pass, then the releases
     stats = one_pass(as_rows(x, labels), n_classes, terms, verbose)
     del x
-    weights, divisor = release_class_weights(stats, target, ledger, sigmas.get('class_proportions'))
-    objectives = release_terms(stats, terms, sigmas, divisor, ledger)
+    proportions, std = release_class_proportions(stats, target, ledger,
+                                                 sigmas.get('class_proportions'))
+    releases = release_embeddings(stats, terms, sigmas, ledger)
+    # every release is made: the class shares from all of them, before any use of the shares
+    weights, divisor, shares_std, count = shared_class_weights(proportions, std, terms, releases)
+    note_class_shares(entries, std, shares_std, count)
+    objectives = term_objectives(terms, releases, divisor)
     chosen = None
     if selects:
         chosen = release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas,
@@ -126,8 +137,12 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
     entries[0].reason = 'released once per training step on a secret batch (see the ledger)'
     warn_if_weak(entries, n, accountant.epsilon)
     stats = one_pass(ArrayRows(x, labels), n_classes, extra, verbose)
-    weights, divisor = release_class_weights(stats, target, ledger, sigmas.get('class_proportions'))
-    objectives = release_terms(stats, extra, sigmas, divisor, ledger)
+    proportions, std = release_class_proportions(stats, target, ledger,
+                                                 sigmas.get('class_proportions'))
+    releases = release_embeddings(stats, extra, sigmas, ledger)
+    weights, divisor, shares_std, count = shared_class_weights(proportions, std, extra, releases)
+    note_class_shares(entries, std, shares_std, count)
+    objectives = term_objectives(extra, releases, divisor)
     mechanism = SubsampledGaussianMechanism(
         accountant, ledger.noise, name=f'{term.group}_minibatch',
         description=term.feature_map.describe() + f', {batch} of {n} rows per step',

@@ -3,7 +3,10 @@
 ``plan_releases`` splits the precision of the budget over the release groups; the accountant
 turns the plan into noise multipliers. One pass over the private rows (``one_pass``) then gives
 every term's exact class sums, and each is released once with Gaussian noise scaled to its
-sensitivity (``release_class_weights``, ``release_terms``). Nothing here knows SDV.
+sensitivity (``release_class_proportions``, ``release_embeddings``). The class shares are then
+estimated from all of these releases together (``shared_class_weights``, post-processing)
+before they turn the joint releases into class-conditional targets (``term_objectives``).
+Nothing here knows SDV.
 """
 
 import warnings
@@ -13,6 +16,7 @@ import numpy as np
 import torch
 
 from sdv_dpkme.engines.accumulate import as_rows
+from sdv_dpkme.engines.class_shares import combined_shares, nonnegative_mean
 from sdv_dpkme.engines.errors import EngineInputError
 from sdv_dpkme.engines.generator import Objective
 from sdv_dpkme.features import replace_sensitivity
@@ -53,14 +57,19 @@ def plan_releases(terms, shares, has_target, extra_groups=()):
     return {name: (share / total, count) for name, (share, count) in plan.items()}
 
 
-def noisy_class_weights(counts_release, min_weight=1e-3):
-    """Post-processing of released class proportions: clip, drop tiny, renormalise.
+def noisy_class_weights(counts_release, min_weight=1e-3, std=None):
+    """Post-processing of estimated class proportions: floor, drop tiny, renormalise.
 
+    With the estimate's noise ``std``, each share is first its mean given that it is >= 0
+    (``class_shares.nonnegative_mean``): a class whose estimate came out <= 0 while the noise is
+    larger keeps a share of the order of the noise instead of never being sampled. Without
+    ``std``, negative shares are clipped to 0. Shares below ``min_weight`` are then dropped.
     On a tiny table or a small budget the noise can push every proportion below ``min_weight``;
     the classes are then sampled uniformly (still post-processing) with a warning, not a crash
     after the budget was spent.
     """
-    w = np.clip(np.asarray(counts_release, dtype=float), 0, None)
+    w = np.asarray(counts_release, dtype=float)
+    w = nonnegative_mean(w, std) if std is not None else np.clip(w, 0, None)
     w[w < min_weight] = 0.0
     if w.sum() <= 0:
         warnings.warn(
@@ -71,23 +80,50 @@ def noisy_class_weights(counts_release, min_weight=1e-3):
     return w / w.sum()
 
 
-def release_class_weights(stats, target, ledger, noise_multiplier):
-    """Released class proportions -> (sampling weights, divisor of joint embeddings).
-
-    ``stats``: the ``ClassSums`` of the pass (its exact class counts and n). The last bucket
-    (out-of-domain) is modelled but never sampled.
-    """
+def release_class_proportions(stats, target, ledger, noise_multiplier):
+    """The 'class_proportions' release: (noisy proportions (C,), noise std per entry), or
+    (None, None) without a target. ``stats``: the ``ClassSums`` of the pass."""
     if target is None:
-        return np.ones(1), torch.ones(1, 1, dtype=torch.float64)
-    n_classes = target.width
+        return None, None
     released = ledger.mechanism.release(
         stats.proportions(), name='class_proportions',
-        description=f"proportions of the {n_classes} buckets of '{target.name}'",
+        description=f"proportions of the {target.width} buckets of '{target.name}'",
         sensitivity=np.sqrt(2) / stats.n, noise_multiplier=noise_multiplier,
     )
-    weights = np.append(noisy_class_weights(released.numpy()[:-1]), 0.0)
+    return released.numpy(), float(noise_multiplier) * np.sqrt(2) / stats.n
+
+
+def class_weights(estimate, std=None):
+    """Class-share estimate (C,) -> (sampling weights, divisor of joint embeddings); None: no
+    target. The last bucket (out-of-domain) is modelled but never sampled."""
+    if estimate is None:
+        return np.ones(1), torch.ones(1, 1, dtype=torch.float64)
+    weights = np.append(noisy_class_weights(np.asarray(estimate)[:-1], std=std), 0.0)
     divisor = torch.as_tensor(np.where(weights > 0, weights, 1.0))[:, None]
     return weights, divisor
+
+
+def release_class_weights(stats, target, ledger, noise_multiplier):
+    """Released class proportions alone -> (sampling weights, divisor of joint embeddings).
+
+    ``stats``: the ``ClassSums`` of the pass (its exact class counts and n). ``fit`` combines
+    the release with the class-conditional ones first (``shared_class_weights``)."""
+    released, _ = release_class_proportions(stats, target, ledger, noise_multiplier)
+    return class_weights(released)
+
+
+def shared_class_weights(proportions, std, terms, releases):
+    """(weights, divisor, estimate std, estimates combined): the class shares from the
+    'class_proportions' release combined by inverse variance with the per-class totals that
+    the class-conditional ``releases`` (``release_embeddings``) carry
+    (``class_shares.combined_shares``), floored as ``noisy_class_weights`` says. All
+    post-processing of releases already made."""
+    if proportions is None:
+        return (*class_weights(None), None, 0)
+    estimate, combined_std, count = combined_shares(
+        proportions, std, [(t.feature_map, noisy, s, t.pooled)
+                           for t, (noisy, s) in zip(terms, releases)])
+    return (*class_weights(estimate, combined_std), combined_std, count)
 
 
 def one_pass(rows, n_classes, terms, verbose):
@@ -96,17 +132,16 @@ def one_pass(rows, n_classes, terms, verbose):
     return as_rows(rows).accumulate([t.feature_map for t in terms], n_classes, verbose=verbose)
 
 
-def release_terms(stats, terms, sigmas, divisor, ledger):
-    """One Gaussian release per term of the merged pass ``stats`` -> objectives.
+def release_embeddings(stats, terms, sigmas, ledger):
+    """One Gaussian release per term of the merged pass ``stats``: [(noisy joint embedding,
+    noise std per entry)].
 
     A pooled term's release is the sum over the classes of its joint embedding, (1/n) sum_i
     phi(x_i): a row's class does not enter, so its sensitivity is the map's sup ||phi(x) -
     phi(x')|| / n, which ``replace_sensitivity`` bounds (the class-sums bound covers the case
     of the same class)."""
-    if not terms:
-        return []
     n = stats.n
-    objectives = []
+    out = []
     for term, embedding in zip(terms, stats.means()):
         sensitivity = replace_sensitivity(term.feature_map) / n
         if term.pooled:
@@ -115,10 +150,17 @@ def release_terms(stats, terms, sigmas, divisor, ledger):
             embedding, name=term.group, description=term.feature_map.describe(),
             sensitivity=sensitivity, noise_multiplier=sigmas[term.group],
         )
-        std = sigmas[term.group] * sensitivity
+        out.append((noisy, sigmas[term.group] * sensitivity))
+    return out
+
+
+def term_objectives(terms, releases, divisor):
+    """The released embeddings -> objectives: joint -> class-conditional means (divided by the
+    class shares, post-processing); a pooled target stays as is."""
+    objectives = []
+    for term, (noisy, std) in zip(terms, releases):
         objectives.append(Objective(
             term.label, term.feature_map,
-            # joint -> class-conditional means (post-processing); a pooled target stays as is
             noisy if term.pooled else noisy / divisor,
             weight=term.weight, first_step=term.first_step, last_step=term.last_step,
             period=term.period, phase=term.phase,
@@ -127,3 +169,10 @@ def release_terms(stats, terms, sigmas, divisor, ledger):
             pooled=term.pooled,
         ))
     return objectives
+
+
+def release_terms(stats, terms, sigmas, divisor, ledger):
+    """``release_embeddings`` then ``term_objectives`` with a known ``divisor``."""
+    if not terms:
+        return []
+    return term_objectives(terms, release_embeddings(stats, terms, sigmas, ledger), divisor)

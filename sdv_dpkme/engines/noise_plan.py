@@ -278,6 +278,20 @@ def _entries(planned, kept, numbers, gone, max_ratio, core):
     return entries
 
 
+def note_class_shares(entries, release_std, combined_std, count):
+    """Say in the 'class_proportions' entry how the class shares were estimated (public
+    numbers: noise stds from sigma, sensitivity, n and widths). No-op without that entry."""
+    entry = next((e for e in entries if e.group == 'class_proportions'), None)
+    if entry is None or release_std is None:
+        return
+    entry.reason = (
+        f'always released (the method needs it); the class shares used are this release '
+        f'combined by inverse variance with {count - 1} per-class totals of one-hot blocks in '
+        'the class-conditional releases (post-processing): noise std per share '
+        f'{combined_std:.3g} instead of {release_std:.3g}; a class whose share comes out <= 0 '
+        'keeps its mean given a share >= 0 (of the order of that std)')
+
+
 def weak_signal(entries):
     """The method's own kernel (the plan's first entry) when its expected noise norm is above
     its signal bound (its noise can outweigh all its signal), else None. Where that release is

@@ -119,7 +119,7 @@ def test_class_proportions_all_swamped_by_noise_fall_back_to_uniform():
 def test_a_fit_whose_class_release_is_all_noise_still_samples_every_class(monkeypatch):
     original = kme_plan.noisy_class_weights
     monkeypatch.setattr(kme_plan, 'noisy_class_weights',
-                        lambda released: original(-np.abs(released)))
+                        lambda released, **kw: original(-np.abs(released)))
     synth = build(KME_CLASSES[0], target_column='label')
     with pytest.warns(UserWarning, match='sampled uniformly'):
         synth.fit({'t': make_table()})
