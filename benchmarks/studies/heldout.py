@@ -338,7 +338,19 @@ def _score(train, test, table, metadata, declared, target):
     shapes = result['column_shape_details'].dropna(subset=['Score']).head(3)
     row['worst_shapes'] = '; '.join(f"{r['Column']} {r['Score']:.3f}"
                                     for _, r in shapes.iterrows())
+    # every column's shape score and every pair's trend score (heldout_columns.jsonl)
+    pairs = result['pair_trend_details']
+    row['column_scores'] = {
+        'shapes': {r['Column']: _finite(r['Score'])
+                   for _, r in result['column_shape_details'].iterrows()},
+        'pairs': {f"{r['Column 1']} | {r['Column 2']}": _finite(r['Score'])
+                  for _, r in pairs.iterrows()}}
     return row
+
+
+def _finite(value):
+    value = float(value)
+    return value if np.isfinite(value) else None
 
 
 # --------------------------------------------------------------------- the run (parent)
@@ -480,6 +492,10 @@ def report(out, names=tuple(TABLES), planned=None, note=''):
     sections += results or [('Results', 'No cell has run yet.')]
     sections.append(('DP-HP against MST at ε = 1 (mean over the seeds both finished)',
                      _versus(rows, names)))
+    losses = out / 'heldout_losses.md'  # written by hand from the runs it cites
+    if losses.exists():
+        sections.append(('Where DP-HP loses on the small tables at ε = 1, and why',
+                         losses.read_text(encoding='utf-8')))
     missing = [c for c in (planned or grid(names)) if key(c) not in done]
     text = (f'{len(done)} cells ran (a failed or timed-out cell counts as run, its error above); '
             f'{len(missing)} of the protocol\'s cells did not run: not reached in the time this '
@@ -581,6 +597,10 @@ def main(argv=None):
                    commit=harness.git_commit(),
                    finished=_dt.datetime.now(_dt.timezone.utc).strftime('%H:%M'))
         append_row(out / 'heldout.csv', row)
+        if row.get('column_scores'):
+            with open(out / 'heldout_columns.jsonl', 'a', encoding='utf-8') as handle:
+                handle.write(json.dumps({k: row[k] for k in ('table', 'method', 'epsilon',
+                                                             'seed', 'column_scores')}) + '\n')
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()
                if k in ('error', 'quality', 'column_pair_trends', 'tstr_a', 'fit_s', 'wall_s')},
               flush=True)
