@@ -155,3 +155,14 @@ def test_a_declared_class_is_never_dropped_while_its_estimate_is_within_the_nois
                                [0.75, 0, 0.25])
     np.testing.assert_allclose(
         kme_plan.noisy_class_weights(np.array([0.3, -0.1, 0.1]), std=1e-6), [0.75, 0, 0.25])
+
+
+def test_the_privacy_report_says_how_the_class_shares_were_estimated():
+    from tests.conftest import KME_CLASSES, make_table
+    from tests.synthesizers.test_contract import build
+
+    synth = build(KME_CLASSES[0], target_column='label')
+    synth.fit({'t': make_table()})
+    entry = next(e for e in synth.get_privacy_report().plan if e['group'] == 'class_proportions')
+    assert 'combined by inverse variance' in entry['reason']
+    assert 'noise std per share' in entry['reason']
