@@ -44,9 +44,9 @@ from sdv_dpkme.engines.kme_plan import (
     one_pass,
     plan_releases,
     release_class_proportions,
-    release_class_weights,
+    release_class_weights,  # the lone-release path, kept for callers of this module
     release_embeddings,
-    release_terms,
+    release_terms,  # idem
     shared_class_weights,
     term_objectives,
 )
@@ -88,7 +88,8 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
     proportions, std = release_class_proportions(stats, target, ledger,
                                                  sigmas.get('class_proportions'))
     releases = release_embeddings(stats, terms, sigmas, ledger)
-    # every release is made: the class shares from all of them, before any use of the shares
+    # the class shares from all these releases, before any use of the shares (the selected
+    # pairs are chosen with them, so their release cannot inform them)
     weights, divisor, shares_std, count = shared_class_weights(proportions, std, terms, releases)
     note_class_shares(entries, std, shares_std, count)
     objectives = term_objectives(terms, releases, divisor)
