@@ -7,6 +7,10 @@ wide table. Inside ``split_columns(x, blocks)`` the maps instead read the pieces
 ``torch.split`` of x along the blocks' boundaries: the backward of the split is a single
 concatenation, and each piece's own gradient is as small as the piece. Values and gradients are
 the same (up to the order in which float additions accumulate).
+
+The split also carries a memo for the step (``step_memo``): a map whose moments another map
+repeats on the same rows (the 'one_way' map's numeric part is the 'marginals' map) computes them
+once.
 """
 
 from contextlib import contextmanager
@@ -32,6 +36,7 @@ class _Pieces:
         cuts = sorted(c for c in cuts if 0 <= c <= width)
         sizes = [b - a for a, b in zip(cuts, cuts[1:])]
         self.tensor = x
+        self.memo = {}
         self.at = {}
         for first, piece in zip(cuts, torch.split(x, sizes, dim=1)):
             for col in range(first, first + piece.shape[1]):
@@ -65,6 +70,12 @@ def split_columns(x, blocks):
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+def step_memo(x):
+    """The memo dict of ``x``'s split (valid for this step's rows only), or None outside one."""
+    pieces = _pieces(x)
+    return None if pieces is None else pieces.memo
 
 
 def column_slice(x, start, stop):

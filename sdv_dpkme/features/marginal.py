@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from sdv_dpkme.features.columns import column_gather, column_slice
+from sdv_dpkme.features.columns import column_gather, column_slice, step_memo
 
 def default_frequencies(length):
     """Number K of frequencies: the spectrum is below 1e-4 of its peak past K."""
@@ -146,9 +146,18 @@ class FourierMarginalMap:
         return self._class_parts(x, y.to(x.dtype), project)[0]
 
     def class_moments(self, x, y):
-        """(class sums, class sums of ||phi||^2), as ``dense_class_moments`` (no projection)."""
+        """(class sums, class sums of ||phi||^2), as ``dense_class_moments`` (no projection).
+        Within a training step (``features.columns.step_memo``) a map of the same columns and
+        kernel reuses them on the same rows (the 'one_way' map's numeric part)."""
+        memo = step_memo(x)
+        key = ('marginal', self.blocks, self.length_scale, self.n_frequencies)
+        if memo is not None and key in memo and memo[key][0] is y:
+            return memo[key][1]
         sums, sq = self._class_parts(x, y.to(x.dtype), False)
-        return sums, y.to(x.dtype).T @ sq
+        out = sums, y.to(x.dtype).T @ sq
+        if memo is not None:
+            memo[key] = (y, out)
+        return out
 
     def describe(self):
         return (f'Fourier-series marginal kernels (length {self.length_scale:g}, '

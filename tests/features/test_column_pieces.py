@@ -97,3 +97,27 @@ def test_class_rows_are_pieces_only_for_runs_issue42():
     assert all(torch.equal(pieces[c], feats[rows]) for c, rows in runs.items())
     assert _row_blocks(feats, {0: torch.tensor([0, 2, 3]), 1: torch.tensor([1])}) is None
     assert _row_blocks(feats, {0: torch.arange(0, 6), 1: torch.arange(4, 10)}) is None
+
+
+def test_one_way_reuses_the_marginal_moments_within_a_step_issue42(monkeypatch):
+    marginal, one_way = FourierMarginalMap(BLOCKS, 0.05), OneWayMap(BLOCKS, 0.05)
+    x = _rows()
+    y = torch.nn.functional.one_hot(torch.arange(30) % 2, 2).double()
+    expected = one_way.class_moments(x, y)
+    calls = []
+    original = FourierMarginalMap._class_parts
+    monkeypatch.setattr(FourierMarginalMap, '_class_parts',
+                        lambda self, *a: calls.append(1) or original(self, *a))
+    with split_columns(x, BLOCKS):
+        first = marginal.class_moments(x, y)
+        got = one_way.class_moments(x, y)
+        other_y = y.clone()  # other labels: computed again
+        marginal.class_moments(x, other_y)
+    assert len(calls) == 2
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert all(torch.equal(a, b) for a, b in zip(first, marginal.class_moments(x, y)))
+    other = FourierMarginalMap(BLOCKS, 0.1)  # another kernel: its own moments
+    with split_columns(x, BLOCKS):
+        marginal.class_moments(x, y)
+        assert not torch.equal(other.class_moments(x, y)[0][:, :4],
+                               marginal.class_moments(x, y)[0][:, :4])
