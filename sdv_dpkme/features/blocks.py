@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sdv_dpkme.features.columns import column_gather, column_slice
+from sdv_dpkme.features.columns import column_block, column_gather, column_slice
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
 
 
@@ -44,10 +44,7 @@ class Block:
     def of(self, x):
         """The block's columns of ``x`` (n, width): a slice where they are consecutive (a view,
         whose backward is cheap; a list index costs a scatter per training step)."""
-        first = self.columns[0]
-        if tuple(self.columns) == tuple(range(first, first + len(self.columns))):
-            return column_slice(x, first, first + len(self.columns))
-        return column_gather(x, self.columns)
+        return column_block(x, self.columns)
 
 
 def _block_dim(block, order):

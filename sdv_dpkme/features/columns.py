@@ -88,6 +88,16 @@ def column_slice(x, start, stop):
     return x[:, start:stop]
 
 
+def column_block(x, columns):
+    """``x[:, columns]``: a slice where the columns are consecutive (a piece of the split, or a
+    view), else ``column_gather``."""
+    columns = tuple(columns)
+    first = columns[0]
+    if columns == tuple(range(first, first + len(columns))):
+        return column_slice(x, first, first + len(columns))
+    return column_gather(x, columns)
+
+
 def column_gather(x, columns):
     """``x[:, columns]`` for a list of column indices."""
     columns = list(columns)

@@ -10,6 +10,7 @@ import torch
 
 from sdv_dpkme.features import (
     Block,
+    FourierKernelMap,
     FourierMarginalMap,
     OneWayMap,
     PairwiseKernelMap,
@@ -38,7 +39,8 @@ def _maps():
     pairs = PairwiseKernelMap(BLOCKS, length_scale=0.2)
     return [SumKernelMap(BLOCKS, 6, 0.1), ProductKernelMap(BLOCKS[:3], 4, 0.2),
             FourierMarginalMap(BLOCKS, 0.05), OneWayMap(BLOCKS, 0.05), pairs,
-            pairs.restricted([('a', 'b'), ('b', 'e'), ('c', 'd')])]
+            pairs.restricted([('a', 'b'), ('b', 'e'), ('c', 'd')]),
+            FourierKernelMap(BLOCKS, 40, 0.3, generator=torch.Generator().manual_seed(2))]
 
 
 def test_column_reads_inside_a_split_equal_the_slices_issue42():
@@ -53,7 +55,7 @@ def test_column_reads_inside_a_split_equal_the_slices_issue42():
         assert torch.equal(column_slice(other, 2, 5), other[:, 2:5])
 
 
-@pytest.mark.parametrize('index', range(6))
+@pytest.mark.parametrize('index', range(7))
 def test_maps_inside_a_split_give_the_same_moments_and_gradients_issue42(index):
     fmap = _maps()[index]
     x = _rows().requires_grad_()
