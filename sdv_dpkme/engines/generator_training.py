@@ -16,6 +16,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sdv_dpkme.engines.adam import Adam
+from sdv_dpkme.features.columns import split_columns
 
 
 @dataclass
@@ -164,34 +165,12 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
         rows, additive_rows = generator.training_rows(
             z, y, generator._numeric_noise(len(labels), torch_generator, device),
             generator._category_draws(len(labels), torch_generator, device))
-        total = 0.0
         record = {'Step': step}
-        moments = {}  # (map, rows) -> class sums, this step
-        for objective, target, floor in zip(objectives, fixed, floors):
-            if not objective.active(step):
-                continue
-            if target is None:
-                target = objective.target(step).float().to(device)
-            fmap = objective.feature_map
-            x = additive_rows if getattr(fmap, 'additive', False) else rows
-            parent = getattr(fmap, 'within', None)
-            parent_sums = None if parent is None else moments.get((id(parent), id(x)))
-            if parent_sums is not None:  # a sub-map of a map already evaluated on these rows
-                sums, sq_norms = fmap.moments_within(parent_sums, x, y_loss)
-            else:
-                sums, sq_norms = fmap.class_moments(x, y_loss)
-            moments[id(fmap), id(x)] = sums
-            if objective.pooled:
-                loss = pooled_weight * pooled_mmd_to_target(target, sums, sq_norms, counts, mix,
-                                                            unbiased)
-            else:
-                loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased, weights)
-            total = total + objective.weight * loss
-            key = objective.name + ' loss'
-            record[key] = record.get(key, 0.0) + float(loss.detach())
-            if floor is not None:
-                key = objective.name + ' above noise floor'
-                record[key] = record.get(key, 0.0) + float(loss.detach()) - floor
+        # the maps read column blocks of one split of the rows (``features.columns``)
+        with split_columns(rows, generator.blocks), split_columns(additive_rows, generator.blocks):
+            total = _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss,
+                               classes, counts, mix, pooled_weight, weights, unbiased, record,
+                               device)
         optimizer.zero_grad()
         total.backward()
         parameters = [p for p in generator.parameters() if p.grad is not None]
@@ -219,6 +198,40 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
             'skipped, so the generator is the last finite one (the releases are spent: the fit '
             'finishes). Lower learning_rate, or refit with another random_state.')
     return history
+
+
+def _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss, classes, counts,
+               mix, pooled_weight, weights, unbiased, record, device):
+    """The weighted sum of the objectives active at ``step`` on this step's rows; each term's
+    loss (and above its noise floor) goes into ``record``."""
+    total = 0.0
+    moments = {}  # (map, rows) -> class sums, this step
+    for objective, target, floor in zip(objectives, fixed, floors):
+        if not objective.active(step):
+            continue
+        if target is None:
+            target = objective.target(step).float().to(device)
+        fmap = objective.feature_map
+        x = additive_rows if getattr(fmap, 'additive', False) else rows
+        parent = getattr(fmap, 'within', None)
+        parent_sums = None if parent is None else moments.get((id(parent), id(x)))
+        if parent_sums is not None:  # a sub-map of a map already evaluated on these rows
+            sums, sq_norms = fmap.moments_within(parent_sums, x, y_loss)
+        else:
+            sums, sq_norms = fmap.class_moments(x, y_loss)
+        moments[id(fmap), id(x)] = sums
+        if objective.pooled:
+            loss = pooled_weight * pooled_mmd_to_target(target, sums, sq_norms, counts, mix,
+                                                        unbiased)
+        else:
+            loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased, weights)
+        total = total + objective.weight * loss
+        key = objective.name + ' loss'
+        record[key] = record.get(key, 0.0) + float(loss.detach())
+        if floor is not None:
+            key = objective.name + ' above noise floor'
+            record[key] = record.get(key, 0.0) + float(loss.detach()) - floor
+    return total
 
 
 def class_loss_weights(objectives, classes):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sdv_dpkme.features.columns import column_block, column_gather, column_slice
 from sdv_dpkme.features.hermite import hermite_features, hermite_rho
 
 
@@ -43,10 +44,7 @@ class Block:
     def of(self, x):
         """The block's columns of ``x`` (n, width): a slice where they are consecutive (a view,
         whose backward is cheap; a list index costs a scatter per training step)."""
-        first = self.columns[0]
-        if tuple(self.columns) == tuple(range(first, first + len(self.columns))):
-            return x[:, first:first + len(self.columns)]
-        return x[:, list(self.columns)]
+        return column_block(x, self.columns)
 
 
 def _block_dim(block, order):
@@ -107,13 +105,13 @@ class BlockFeatureMap:
         numeric = [b for b in self.blocks if b.kind == 'numeric']
         out = {}
         if numeric:
-            values = x[:, [b.columns[0] for b in numeric]]
+            values = column_gather(x, [b.columns[0] for b in numeric])
             # unbind, not hp[:, j, :]: the backward of one unbind is one stack, while each slice
             # backward writes a zero tensor of hp's full size (DP-HP on images: 784 of them per step)
             hp = hermite_features(values - 0.5, self.order, self.rho).unbind(1)
             for j, b in enumerate(numeric):
                 if b.nullable:
-                    z = x[:, b.columns[1] : b.columns[1] + 1]
+                    z = column_slice(x, b.columns[1], b.columns[1] + 1)
                     out[b.name] = torch.cat([z, (1 - z) * hp[j]], dim=1)
                 else:
                     out[b.name] = hp[j]

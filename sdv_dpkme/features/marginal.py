@@ -27,7 +27,7 @@ import math
 
 import torch
 
-
+from sdv_dpkme.features.columns import column_gather, column_slice, step_memo
 
 def default_frequencies(length):
     """Number K of frequencies: the spectrum is below 1e-4 of its peak past K."""
@@ -62,10 +62,10 @@ class FourierSeries:
         for b in blocks:
             # per column, not one (n, p, K) tensor split afterwards: the backward pass of each
             # split would fill a zero tensor of the whole (n, p, 2K) size
-            proj = x[:, b.columns[0] : b.columns[0] + 1] * omega  # (n, K)
+            proj = column_slice(x, b.columns[0], b.columns[0] + 1) * omega  # (n, K)
             psi = torch.cat([torch.cos(proj) * amp, torch.sin(proj) * amp], dim=1)
             if b.nullable:
-                z = x[:, b.columns[1] : b.columns[1] + 1]
+                z = column_slice(x, b.columns[1], b.columns[1] + 1)
                 # squared norm (1 - z)^2 + z^2 + (1 - z)^2 <= 2 for z in [0, 1]
                 psi = torch.cat([(1 - z) * psi, z, 1 - z], dim=1) / math.sqrt(2)
             parts.append(psi)
@@ -114,7 +114,7 @@ class FourierMarginalMap:
         omega, amp = self._series._consts(x)
         plain = [b for b in self.blocks if not b.nullable]
         sums, sq = {}, x.new_zeros(len(x))
-        values = x[:, [b.columns[0] for b in plain]]
+        values = column_gather(x, [b.columns[0] for b in plain])
         if plain and not project and not y.requires_grad:  # training: ||psi|| = 1 exactly
             sq = sq + len(plain)
             cos_sums, sin_sums = _FourierSums.apply(values, y, omega)
@@ -146,9 +146,18 @@ class FourierMarginalMap:
         return self._class_parts(x, y.to(x.dtype), project)[0]
 
     def class_moments(self, x, y):
-        """(class sums, class sums of ||phi||^2), as ``dense_class_moments`` (no projection)."""
+        """(class sums, class sums of ||phi||^2), as ``dense_class_moments`` (no projection).
+        Within a training step (``features.columns.step_memo``) a map of the same columns and
+        kernel reuses them on the same rows (the 'one_way' map's numeric part)."""
+        memo = step_memo(x)
+        key = ('marginal', self.blocks, self.length_scale, self.n_frequencies)
+        if memo is not None and key in memo and memo[key][0] is y:
+            return memo[key][1]
         sums, sq = self._class_parts(x, y.to(x.dtype), False)
-        return sums, y.to(x.dtype).T @ sq
+        out = sums, y.to(x.dtype).T @ sq
+        if memo is not None:
+            memo[key] = (y, out)
+        return out
 
     def describe(self):
         return (f'Fourier-series marginal kernels (length {self.length_scale:g}, '

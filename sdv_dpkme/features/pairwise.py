@@ -252,9 +252,28 @@ class PairwiseKernelMap:
         """``sub``'s class sums or means (C, sub.dim) from this map's (C, dim): the same
         products, each pair's block rescaled from 1/sqrt(P) to 1/sqrt(P_sub). Exact: both
         project each row's psi_i alike, so ``sub``'s bound ||phi|| <= 1 holds for them."""
-        self._check_subset(sub)
-        tables = self.joint_tables(sums, sub.pair_names()).values()
-        return torch.cat([t.reshape(len(sums), -1) for t in tables], 1) / math.sqrt(sub.n_pairs)
+        index = self._sub_index(sub, sums.device)
+        return sums[:, index] * math.sqrt(self.n_pairs) / math.sqrt(sub.n_pairs)
+
+    def _sub_index(self, sub, device):
+        """Positions in this map's features of ``sub``'s, in ``sub``'s order (the blocks of
+        ``joint_tables``): one gather, whose backward is one scatter, instead of laying the
+        sums out as (C, W, W) and slicing a block per pair (a zero (C, W, W) per pair)."""
+        key = (tuple(sub.pair_names()), device)
+        if key not in self._cast:
+            self._check_subset(sub)
+            position = torch.full((self._total * self._total,), -1, dtype=torch.long)
+            position[self._flat] = torch.arange(self.dim)
+            order = {b.name: i for i, b in enumerate(self.blocks)}
+            parts = []
+            for first, second in sub.pair_names():
+                (oa, wa), (ob, wb) = self._spans[first], self._spans[second]
+                r = torch.arange(oa, oa + wa).repeat_interleave(wb)  # first's psi, row-major
+                c = torch.arange(ob, ob + wb).repeat(wa)
+                swap = order[first] > order[second]  # stored as the (second, first) block
+                parts.append(c * self._total + r if swap else r * self._total + c)
+            self._cast[key] = position[torch.cat(parts)].to(device)
+        return self._cast[key]
 
     def replace_pairs(self, target, sub, values):
         """``target`` (C, dim) with the blocks of ``sub``'s pairs replaced by ``values``
@@ -375,9 +394,12 @@ class PairwiseKernelMap:
         scale = math.sqrt(self.n_pairs)
         weights = y.detach()
         # classes absent from y (e.g. the never-generated out-of-domain bucket) have zero sums
-        for c in torch.nonzero(weights.abs().sum(0)).flatten().tolist():
-            rows = torch.nonzero(weights[:, c]).flatten()
-            f = feats[rows]
+        present = torch.nonzero(weights.abs().sum(0)).flatten().tolist()
+        chosen = {c: torch.nonzero(weights[:, c]).flatten() for c in present}
+        blocks = _row_blocks(feats, chosen) if feats.requires_grad else None
+        for c in present:
+            rows = chosen[c]
+            f = feats[rows] if blocks is None else blocks[c]
             if y.requires_grad or not f.requires_grad:
                 moment = (f * y[rows, c:c + 1]).T @ f
             else:  # training: one product in the backward instead of two
@@ -412,6 +434,25 @@ class PairwiseKernelMap:
         return (f'Pairwise product kernels over {which} {self.n_pairs} pairs of '
                 f'{len(self.blocks)} columns (numeric: Fourier series, length '
                 f'{self.length_scale:g})')
+
+
+def _row_blocks(feats, chosen):
+    """{class: its rows of ``feats``} as pieces of one split when each class's rows are one run
+    of consecutive rows and the runs do not overlap (a training batch, sorted by class): the
+    backward is one concatenation, where each row gather scatters into a zero (n, W). None
+    otherwise."""
+    spans = {}
+    for c, rows in chosen.items():
+        first, last = int(rows[0]), int(rows[-1])
+        if last - first + 1 != len(rows):
+            return None
+        spans[c] = (first, last + 1)
+    cuts = sorted({0, len(feats), *(e for span in spans.values() for e in span)})
+    pieces = dict(zip(cuts, torch.split(feats, [b - a for a, b in zip(cuts, cuts[1:])])))
+    out = {c: pieces[a] for c, (a, b) in spans.items()}
+    if any(len(out[c]) != b - a for c, (a, b) in spans.items()):  # overlapping runs
+        return None
+    return out
 
 
 class _WeightedMoment(torch.autograd.Function):

@@ -31,6 +31,7 @@ import numbers
 import torch
 
 from sdv_dpkme.features.blocks import dense_class_moments, dense_class_sums
+from sdv_dpkme.features.columns import column_block, column_gather, column_slice
 
 
 class FourierKernelMap:
@@ -97,15 +98,15 @@ class FourierKernelMap:
         scale = 1.0 / math.sqrt(self._m)
         parts = []
         if self._rff_dim:
-            proj = x[:, self._value_columns] @ self._weights(x).T  # (n, D/2)
+            proj = column_gather(x, self._value_columns) @ self._weights(x).T  # (n, D/2)
             # sqrt(p/m) * sqrt(2/D): the numeric group's share times the RFF normaliser
             w = math.sqrt(len(self._value_columns) / self._m * 2.0 / self.n_features)
             parts += [torch.cos(proj) * w, torch.sin(proj) * w]
         for kind, cols in self._delta:
             if kind == 'cat':
-                parts.append(x[:, cols] * scale)
+                parts.append(column_block(x, cols) * scale)
             else:
-                z = x[:, cols : cols + 1]
+                z = column_slice(x, cols, cols + 1)
                 parts.append(torch.cat([z, 1 - z], dim=1) * scale)
         return torch.cat(parts, dim=1)
 
