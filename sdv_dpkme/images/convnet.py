@@ -8,6 +8,7 @@ post-processing and costs no privacy.
 import numpy as np
 import torch
 
+from sdv_dpkme.engines.generator import resolve_device
 from sdv_dpkme.images._inputs import as_images, check_pixel_range
 
 
@@ -41,25 +42,29 @@ def _tensor(images, pixel_range):
 
 
 def train_convnet(images, labels, pixel_range=(0.0, 1.0), n_classes=10, steps=300,
-                  batch_size=256, learning_rate=0.01, random_state=0, model=None):
+                  batch_size=256, learning_rate=0.01, random_state=0, model=None, device='cpu'):
     """Train ``model`` (default: a new ``PaperConvNet``) on labelled images, full batch when they
     fit in ``batch_size``: SGD with momentum 0.9, weight decay 5e-4, the learning rate divided by
-    10 half way (the distillation benchmark's schedule). Returns the trained model (eval mode)."""
-    x = _tensor(images, pixel_range)
-    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    10 half way (the distillation benchmark's schedule). ``device``: 'cpu', 'auto' (CUDA when
+    torch sees it) or a torch device; the model is trained there and stays there. Returns the
+    trained model (eval mode)."""
+    device = resolve_device(device)
+    x = _tensor(images, pixel_range).to(device)
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long).to(device)
     seed = int(np.random.SeedSequence(random_state).generate_state(1)[0])
     if model is None:
         with torch.random.fork_rng():  # the caller's global torch RNG is left as it was
             torch.manual_seed(seed)
             model = PaperConvNet(tuple(x.shape[1:]), n_classes)
+    model = model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate, momentum=0.9,
                                 weight_decay=5e-4)
     schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, [max(1, steps // 2)], 0.1)
     rng = torch.Generator().manual_seed(seed)
     model.train()
     for _ in range(int(steps)):
-        batch = (torch.randperm(len(x), generator=rng)[:batch_size] if len(x) > batch_size
-                 else slice(None))
+        batch = (torch.randperm(len(x), generator=rng)[:batch_size].to(device)
+                 if len(x) > batch_size else slice(None))
         loss = torch.nn.functional.cross_entropy(model(x[batch]), y[batch])
         optimizer.zero_grad()
         loss.backward()
@@ -69,9 +74,12 @@ def train_convnet(images, labels, pixel_range=(0.0, 1.0), n_classes=10, steps=30
 
 
 def convnet_accuracy(model, images, labels, pixel_range=(0.0, 1.0), chunk=500):
-    """Test accuracy of a trained model on labelled images in the declared range."""
+    """Test accuracy of a trained model on labelled images in the declared range (on the
+    model's device)."""
+    device = next(model.parameters()).device
     x = _tensor(images, pixel_range)
     y = np.asarray(labels)
     with torch.no_grad():
-        pred = torch.cat([model(x[i:i + chunk]).argmax(1) for i in range(0, len(x), chunk)])
+        pred = torch.cat([model(x[i:i + chunk].to(device)).argmax(1).cpu()
+                          for i in range(0, len(x), chunk)])
     return float(np.mean(pred.numpy() == y))

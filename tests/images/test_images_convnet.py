@@ -36,3 +36,16 @@ def test_clear_errors():
         PaperConvNet((1, 4, 4))
     with pytest.raises(ImageInputError, match='shape'):
         train_convnet(np.zeros((5, 784)), np.zeros(5), steps=1)
+
+
+def test_device_auto_trains_where_torch_sees_a_gpu(digits):
+    x, y = digits
+    model = train_convnet(x[:50], y[:50], pixel_range=(0, 16), steps=5, random_state=1,
+                          device='auto')
+    expected = 'cuda' if torch.cuda.is_available() else 'cpu'
+    assert next(model.parameters()).device.type == expected
+    on_cpu = train_convnet(x[:50], y[:50], pixel_range=(0, 16), steps=5, random_state=1)
+    if expected == 'cpu':  # the same computation: the same weights
+        assert all(torch.equal(a, b) for a, b in zip(model.parameters(), on_cpu.parameters()))
+    # scoring follows the model's device and takes CPU arrays
+    assert 0.0 <= convnet_accuracy(model, x[1000:1100], y[1000:1100], pixel_range=(0, 16)) <= 1.0
