@@ -102,6 +102,6 @@ def column_gather(x, columns):
     """``x[:, columns]`` for a list of column indices."""
     columns = list(columns)
     pieces = _pieces(x)
-    if pieces is None:
+    if pieces is None or not columns:  # no columns: an (n, 0) slice, as x[:, []] gives
         return x[:, columns]
     return torch.cat([column_slice(x, c, c + 1) for c in columns], dim=1)

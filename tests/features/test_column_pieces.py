@@ -50,6 +50,8 @@ def test_column_reads_inside_a_split_equal_the_slices_issue42():
                             (13, 14), (4, 7)]:  # the last spans a cut: read from x itself
             assert torch.equal(column_slice(x, start, stop), x[:, start:stop])
         assert torch.equal(column_gather(x, [0, 5, 6, 8, 13]), x[:, [0, 5, 6, 8, 13]])
+        # a map whose columns are all nullable gathers none (was a torch.cat error in training)
+        assert column_gather(x, []).shape == (len(x), 0)
     other = _rows(seed=1)  # a tensor that was not split reads as before
     with split_columns(x, BLOCKS):
         assert torch.equal(column_slice(other, 2, 5), other[:, 2:5])
