@@ -35,6 +35,7 @@ from sdv_dpkme.images import (  # noqa: E402
     DPHPImageGenerator,
     DPKIPScatterNet,
     DPMERFImageGenerator,
+    PixelPrior,
     convnet_accuracy,
     train_convnet,
 )
@@ -66,13 +67,15 @@ def gpu_peak_mb():
     return torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
 
 
-def fit_distilled(x, y, epsilon, seed, moment_steps):
+def fit_distilled(x, y, epsilon, seed, moment_steps, init_noise=None):
+    prior = PixelPrior() if init_noise is None else PixelPrior(init_noise=init_noise)
     if np.isfinite(epsilon):
         return DPKIPScatterNet(epsilon, 1e-5, pixel_range=(0, 255), moment_steps=moment_steps,
-                               device='auto', random_state=seed).fit(x, y)
+                               pixel_prior=prior, device='auto', random_state=seed).fit(x, y)
     # eps = inf: the same steps with a not-private ledger and the exact sums (benchmark only)
     model = DPKIPScatterNet(np.inf, 1e-5, pixel_range=(0, 255), moment_ridge=1e-6,
-                            moment_steps=moment_steps, device='auto', random_state=seed)
+                            moment_steps=moment_steps, pixel_prior=prior, device='auto',
+                            random_state=seed)
     started = time.perf_counter()
     device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
     images = torch.from_numpy(x.astype(np.float32) / 255.0)[:, None]
@@ -91,9 +94,10 @@ def run_cell(cell, data, args, saved):
                (epsilon if np.isfinite(epsilon) else 'inf'), seed=seed)
     conv_steps = args.conv_steps
     if kind == 'distilled':
-        model = fit_distilled(x, y, epsilon, seed, args.moment_steps)
+        model = fit_distilled(x, y, epsilon, seed, args.moment_steps, args.init_noise)
         images, labels = model.distilled_images_, model.distilled_labels_
         out.update(fit_seconds=model.fit_seconds_, moment_steps=args.moment_steps,
+                   init_noise=args.init_noise,
                    epsilon_spent=(model.privacy_report_.epsilon_spent
                                   if np.isfinite(epsilon) else None))
         t = time.perf_counter()
@@ -155,6 +159,10 @@ def main():
     parser.add_argument('--gen-steps', type=int, default=None)
     parser.add_argument('--generated', type=int, default=10_000)
     parser.add_argument('--only', default=None, help='comma list of cell kinds')
+    parser.add_argument('--cells', default=None,
+                        help='kind:data:epsilon:seed,... instead of the grid (epsilon inf or -)')
+    parser.add_argument('--init-noise', type=float, default=None,
+                        help="PixelPrior's init_noise (default: the class default)")
     parser.add_argument('--smoke', action='store_true')
     parser.add_argument('--export', default=None)
     args = parser.parse_args()
@@ -177,6 +185,9 @@ def main():
         f.write(json.dumps(env) + '\n')
     saved = {}
     cells = grid(args)
+    if args.cells:
+        cells = [(k, d, None if e == '-' else float(e), int(s))
+                 for k, d, e, s in (c.split(':') for c in args.cells.split(','))]
     if args.only:
         cells = [c for c in cells if c[0] in args.only.split(',')]
     for cell in cells:
