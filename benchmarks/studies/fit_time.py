@@ -45,8 +45,8 @@ TABLES = {'adult': ('adult', None), 'adult30k': ('adult', 30_000), 'adult215': (
 STAGES = {
     'engine': [('sdv_dpkme/engines/kme', 'fit')],
     'one pass': [('sdv_dpkme/engines/kme_plan', 'one_pass')],
-    'releases': [('sdv_dpkme/engines/kme_plan', 'release_class_weights'),
-                 ('sdv_dpkme/engines/kme_plan', 'release_terms'),
+    'releases': [('sdv_dpkme/engines/kme_plan', 'release_class_proportions'),
+                 ('sdv_dpkme/engines/kme_plan', 'release_embeddings'),
                  ('sdv_dpkme/engines/kme_pairs', 'release_selected_pairs')],
     'links': [('sdv_dpkme/engines/kme_pairs', 'links_to_use')],
     'training': [('sdv_dpkme/engines/generator_training', 'train_generator')],

@@ -44,9 +44,7 @@ from sdv_dpkme.engines.kme_plan import (
     one_pass,
     plan_releases,
     release_class_proportions,
-    release_class_weights,  # the lone-release path, kept for callers of this module
     release_embeddings,
-    release_terms,  # idem
     shared_class_weights,
     term_objectives,
 )
@@ -85,14 +83,8 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
     # 2-4. one pass, then the releases
     stats = one_pass(as_rows(x, labels), n_classes, terms, verbose)
     del x
-    proportions, std = release_class_proportions(stats, target, ledger,
-                                                 sigmas.get('class_proportions'))
-    releases = release_embeddings(stats, terms, sigmas, ledger)
-    # the class shares from all these releases, before any use of the shares (the selected
-    # pairs are chosen with them, so their release cannot inform them)
-    weights, divisor, shares_std, count = shared_class_weights(proportions, std, terms, releases)
-    note_class_shares(entries, std, shares_std, count)
-    objectives = term_objectives(terms, releases, divisor)
+    weights, divisor, objectives = released_objectives(stats, target, terms, sigmas, ledger,
+                                                      entries)
     chosen = None
     if selects:
         chosen = release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas,
@@ -104,6 +96,18 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
     model.loss_values.attrs['selected_pairs'] = chosen
     model.release_plan = entries
     return model
+
+
+def released_objectives(stats, target, terms, sigmas, ledger, entries=()):
+    """The class proportions and each term's release, then the class shares from all of them,
+    before any use of the shares (the selected pairs are chosen with them, so their release
+    cannot inform them) -> (sampling weights, divisor of joint embeddings, objectives)."""
+    proportions, std = release_class_proportions(stats, target, ledger,
+                                                 sigmas.get('class_proportions'))
+    releases = release_embeddings(stats, terms, sigmas, ledger)
+    weights, divisor, shares_std, count = shared_class_weights(proportions, std, terms, releases)
+    note_class_shares(entries, std, shares_std, count)
+    return weights, divisor, term_objectives(terms, releases, divisor)
 
 
 def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, shares, batch,
@@ -138,12 +142,8 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
     entries[0].reason = 'released once per training step on a secret batch (see the ledger)'
     warn_if_weak(entries, n, accountant.epsilon)
     stats = one_pass(ArrayRows(x, labels), n_classes, extra, verbose)
-    proportions, std = release_class_proportions(stats, target, ledger,
-                                                 sigmas.get('class_proportions'))
-    releases = release_embeddings(stats, extra, sigmas, ledger)
-    weights, divisor, shares_std, count = shared_class_weights(proportions, std, extra, releases)
-    note_class_shares(entries, std, shares_std, count)
-    objectives = term_objectives(extra, releases, divisor)
+    weights, divisor, objectives = released_objectives(stats, target, extra, sigmas, ledger,
+                                                      entries)
     mechanism = SubsampledGaussianMechanism(
         accountant, ledger.noise, name=f'{term.group}_minibatch',
         description=term.feature_map.describe() + f', {batch} of {n} rows per step',

@@ -103,15 +103,6 @@ def class_weights(estimate, std=None):
     return weights, divisor
 
 
-def release_class_weights(stats, target, ledger, noise_multiplier):
-    """Released class proportions alone -> (sampling weights, divisor of joint embeddings).
-
-    ``stats``: the ``ClassSums`` of the pass (its exact class counts and n). ``fit`` combines
-    the release with the class-conditional ones first (``shared_class_weights``)."""
-    released, _ = release_class_proportions(stats, target, ledger, noise_multiplier)
-    return class_weights(released)
-
-
 def shared_class_weights(proportions, std, terms, releases):
     """(weights, divisor, estimate std, estimates combined): the class shares from the
     'class_proportions' release combined by inverse variance with the per-class totals that
@@ -169,10 +160,3 @@ def term_objectives(terms, releases, divisor):
             pooled=term.pooled,
         ))
     return objectives
-
-
-def release_terms(stats, terms, sigmas, divisor, ledger):
-    """``release_embeddings`` then ``term_objectives`` with a known ``divisor``."""
-    if not terms:
-        return []
-    return term_objectives(terms, release_embeddings(stats, terms, sigmas, ledger), divisor)

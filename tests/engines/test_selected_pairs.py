@@ -30,8 +30,7 @@ def released(x, epsilon, selection, seed=7):
     extra = ['selected_pairs'] if selection else []
     sigmas = led.accountant.calibrate(kme.plan_releases(terms, SHARES, False, extra))
     stats = kme.one_pass(x.numpy(), 1, terms, False)
-    weights, divisor = kme.release_class_weights(stats, None, led, None)
-    objectives = kme.release_terms(stats, terms, sigmas, divisor, led)
+    weights, divisor, objectives = kme.released_objectives(stats, None, terms, sigmas, led)
     if selection:
         kme.release_selected_pairs(stats, terms, objectives, weights, divisor, sigmas,
                                    selection, led)
