@@ -151,6 +151,11 @@ READING = """\
   (0.9 %). So for hypothyroid and breast_cancer the PR column scores the majority class and says
   little (near 1 for every method on hypothyroid); ROC-AUC does not depend on the choice. The
   protocol did not fix the positive class; a next run should declare the event class second.
+- **Pair trends score strong pairs only.** SDMetrics' `QualityReport` (0.32) averages
+  `CorrelationSimilarity` over the numeric pairs whose real correlation is above 0.5 in
+  absolute value, and `ContingencySimilarity` over the pairs whose real association (Cramér's V)
+  is above 0.3; the other pairs get no score (`Meets Threshold?` False). That is why many
+  numeric pairs of wine and breast_cancer have none; the rule is the same for every method.
 - **GaussianCopula** takes no seed (SDV fixes its sampling seed), so its seeds repeat one fit.
 - **MST / AIM bins**: 10 equal-width bins on the public bounds (protocol). Where a public cap is
   far above the bulk of the values (hypothyroid's labs, e.g. TSH in [0, 1000]) nearly all rows
