@@ -156,6 +156,8 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     pooled_weight = float(len(classes) if exact is None else exact.sum())
     floors = [f if f is None or not o.pooled else pooled_weight * f
               for o, f in zip(objectives, floors)]
+    scales = objective_noise_weights(objectives, floors, pooled_weight) if NOISE_WEIGHTED \
+        else [1.0] * len(objectives)
     history = []
     skipped = 0
     started = time.perf_counter()
@@ -170,7 +172,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
         with split_columns(rows, generator.blocks), split_columns(additive_rows, generator.blocks):
             total = _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss,
                                classes, counts, mix, pooled_weight, weights, unbiased, record,
-                               device)
+                               device, scales)
         optimizer.zero_grad()
         total.backward()
         parameters = [p for p in generator.parameters() if p.grad is not None]
@@ -192,6 +194,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     if exact is not None:
         history.attrs['class_loss_weights'] = exact.numpy()
     history.attrs['skipped_steps'] = skipped
+    history.attrs['objective_noise_weights'] = {o.name: w for o, w in zip(objectives, scales)}
     if skipped:
         warnings.warn(
             f'{skipped} of {steps} training steps had a non-finite loss or gradient and were '
@@ -201,12 +204,13 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
 
 
 def _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss, classes, counts,
-               mix, pooled_weight, weights, unbiased, record, device):
+               mix, pooled_weight, weights, unbiased, record, device, scales=None):
     """The weighted sum of the objectives active at ``step`` on this step's rows; each term's
     loss (and above its noise floor) goes into ``record``."""
     total = 0.0
     moments = {}  # (map, rows) -> class sums, this step
-    for objective, target, floor in zip(objectives, fixed, floors):
+    scales = scales or [1.0] * len(objectives)
+    for objective, target, floor, scale in zip(objectives, fixed, floors, scales):
         if not objective.active(step):
             continue
         if target is None:
@@ -225,13 +229,39 @@ def _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss, cla
                                                         unbiased)
         else:
             loss = mmd_to_target(target[classes], sums, sq_norms, counts, unbiased, weights)
-        total = total + objective.weight * loss
+        total = total + objective.weight * scale * loss
         key = objective.name + ' loss'
         record[key] = record.get(key, 0.0) + float(loss.detach())
         if floor is not None:
             key = objective.name + ' above noise floor'
             record[key] = record.get(key, 0.0) + float(loss.detach()) - floor
     return total
+
+
+#: weigh each objective by its public signal-to-noise (``objective_noise_weights``)
+NOISE_WEIGHTED = True
+
+
+def objective_noise_weights(objectives, floors, pooled_weight):
+    """Public per-objective loss factors (S + N_min) / (S + N_k), N_k the release noise energy
+    in one unit of objective k's loss (its noise floor over the loss's class weight), S = 1 the
+    largest signal energy (every map has ||phi|| <= 1).
+
+    The minimiser of ||target - E phi(G)||^2 for a target far outside the set of embeddings a
+    distribution can have sits on that set's boundary: point masses. A numeric column then goes
+    to a box edge, where every sine feature of the Fourier maps vanishes, when the noisy sine
+    coefficients of its many pairs sum below zero. Weighing the terms by how much of them is
+    noise (inverse-variance, as ``class_loss_weights`` does across classes) lets the cleaner
+    terms (the column's own shape) hold it. Terms of negligible noise keep a factor near 1;
+    a term without a known noise (subsampled per step) keeps 1."""
+    # the floors are summed over the classes times their loss weights l_c (pooled: times
+    # sum_c l_c), the signal bound likewise: per unit, floor / sum_c l_c
+    energies = [None if f is None else f / pooled_weight for f in floors]
+    known = [e for e in energies if e is not None]
+    if not known:
+        return [1.0] * len(objectives)
+    low = min(known)
+    return [1.0 if e is None else (1.0 + low) / (1.0 + e) for e in energies]
 
 
 def class_loss_weights(objectives, classes):

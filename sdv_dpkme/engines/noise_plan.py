@@ -14,8 +14,11 @@ the layout and the kernel options.
 ``choose_releases`` takes the term whose ratio noise / signal bound is the largest above
 ``max_ratio`` and narrows it if a narrower version exists, else drops it: the redrawn product
 kernels keep fewer redraws; the 'pairs' map keeps fewer Fourier frequencies per numeric column
-(down to one), then fewer pairs, those with the most cells first (``narrowed_pair_map``). A
-narrowed term keeps its share; a dropped one gives it to the terms that remain (the plan is
+(down to one), then fewer pairs, those with the most cells first (``narrowed_pair_map``); the
+Fourier-series marginals ('marginals', and the numeric part of 'one_way') a coarser length scale,
+hence fewer frequencies per numeric column (a smooth column shape lives in the low frequencies),
+no coarser than ``MAX_MARGINAL_LENGTH``; a term still above ``max_ratio`` at that length is
+dropped. A narrowed term keeps its share; a dropped one gives it to the terms that remain (the plan is
 renormalised, so the total spend is unchanged). It repeats until every optional term is below
 ``max_ratio``. The method's own kernel (the first term) and the class proportions are never
 dropped; a Hermite sum kernel as that kernel is narrowed to a lower order (at least
@@ -31,7 +34,14 @@ from dataclasses import asdict, dataclass, replace
 from sdv_dpkme.engines.errors import NoiseDominatedWarning
 from sdv_dpkme.engines.kme_pairs import pairs_index, selectable
 from sdv_dpkme.engines.kme_plan import plan_releases
-from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap, replace_sensitivity
+from sdv_dpkme.features import (
+    FourierMarginalMap,
+    OneWayMap,
+    PairwiseKernelMap,
+    SumKernelMap,
+    replace_sensitivity,
+)
+from sdv_dpkme.features.marginal import default_frequencies
 from sdv_dpkme.features.pairwise import narrowed_pair_map
 
 SELECTED = 'selected_pairs'
@@ -117,7 +127,7 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
     for term in terms:
         planned[term.group] = planned.get(term.group, 0) + 1
     core = terms[0].group if terms else None
-    kept, gone = list(terms), {}
+    kept, gone, coarsest = list(terms), {}, {}
     while True:
         selected_dim = _selected_dimension(kept, selection)
         if selected_dim is not None:
@@ -125,6 +135,12 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
         plan = plan_releases(kept, shares, has_target, [SELECTED] if selected_dim else ())
         sigmas = calibrate(plan)
         numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
+        if SELECTED in planned and SELECTED not in numbers and SELECTED not in gone:
+            # its candidates went with a narrowed 'pairs' map (fewer than two categorical
+            # columns left in it): judged on its last numbers
+            gone[SELECTED] = ('with pairs', last_selected, last_selected[3] / last_selected[4],
+                              None)
+        last_selected = numbers.get(SELECTED)
         over = {g: v[3] / v[4] for g, v in numbers.items()
                 if g not in (core, 'class_proportions') and v[3] / v[4] > max_ratio} \
             if max_ratio is not None else {}
@@ -140,6 +156,13 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
             kept = others + _reschedule(members[:fewer], steps)
             gone.setdefault(group, ('narrowed', numbers[group], ratio, None))
             continue
+        if group in FOURIER_GROUPS:  # a coarser kernel: noise norm ~ sqrt(width), same share
+            kept, before, coarsest_ratio = _narrow_fourier(kept, group, ratio, max_ratio)
+            if before is not None:
+                gone.setdefault(group, ('narrowed', numbers[group], ratio, before))
+                continue
+            if coarsest_ratio is not None:
+                coarsest[group] = coarsest_ratio
         if group == 'pairs':  # a narrower map: noise norm ~ sqrt(width) at the same share
             kept, narrowed = _narrow_pairs(kept, ratio, max_ratio)
             if narrowed is not None:
@@ -164,7 +187,7 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
         kept = narrowed
         numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
     return kept, selected_dim is not None, plan, sigmas, _entries(
-        planned, kept, numbers, gone, max_ratio, core)
+        planned, kept, numbers, gone, max_ratio, core, coarsest)
 
 
 #: the method's own Hermite sum kernel is narrowed (a lower order) while its expected noise
@@ -203,6 +226,70 @@ def _narrow_pairs(kept, ratio, max_ratio):
     return [replace(t, feature_map=narrow) if t is term else t for t in kept], fmap
 
 
+#: the releases of Fourier-series marginals the plan narrows to a coarser length scale
+FOURIER_GROUPS = ('marginals', 'one_way')
+#: the coarsest length (on the public [0, 1] scale) a narrowed Fourier-series marginal keeps:
+#: 14 frequencies, a resolution of about ten public bins per column
+MAX_MARGINAL_LENGTH = 0.1
+
+
+def _fourier_part(fmap):
+    """The Fourier-series marginal map inside ``fmap`` (a 'one_way' map's numeric part)."""
+    return fmap.numeric if isinstance(fmap, OneWayMap) else fmap
+
+
+def coarser_length(frequencies):
+    """A length scale whose ``default_frequencies`` is at most ``frequencies`` (>= 1): the
+    finest such length rounded up to three significant digits, so that every rebuild of the map
+    from its length alone gets the same frequency count."""
+    length = math.sqrt(2 * math.log(1e4)) / (math.pi * frequencies)
+    digits = 10.0 ** (math.floor(math.log10(length)) - 2)
+    length = float(f'{math.ceil(length / digits) * digits:.3g}')
+    while default_frequencies(length) > frequencies:  # rounding at the last digit
+        length = float(f'{length + digits:.3g}')
+    return length
+
+
+def _with_length(fmap, length):
+    if isinstance(fmap, OneWayMap):
+        return OneWayMap(fmap.blocks, length)
+    return FourierMarginalMap(fmap.blocks, length)
+
+
+def _narrow_fourier(kept, group, ratio, max_ratio):
+    """(terms, the map before, None) with the Fourier-series map of ``group`` at a coarser
+    length: the finest whose width, at the same share and sensitivity (the norm bound is 1 at
+    every length), gives noise ``max_ratio`` x its bound, but no coarser than
+    ``MAX_MARGINAL_LENGTH``; (terms, None, the ratio at that coarsest length) when even that is
+    above ``max_ratio`` (or (terms, None, None) when no coarser map exists): it is dropped."""
+    term = next(t for t in kept if t.group == group)
+    fmap = term.feature_map
+    series = _fourier_part(fmap)
+    floor = default_frequencies(MAX_MARGINAL_LENGTH)
+    if series is None or series.n_frequencies <= floor:
+        return kept, None, None
+    per_frequency = 2 * len(series.blocks)  # a cos and a sin per numeric column
+    fixed = fmap.dim - per_frequency * series.n_frequencies
+    coarsest = ratio * math.sqrt((fixed + per_frequency * floor) / fmap.dim)
+    if coarsest > max_ratio:
+        return kept, None, coarsest
+    frequencies = int((fmap.dim * (max_ratio / ratio) ** 2 - fixed) // per_frequency)
+    frequencies = max(floor, min(series.n_frequencies - 1, frequencies))
+    narrow = _with_length(fmap, MAX_MARGINAL_LENGTH if frequencies == floor
+                          else coarser_length(frequencies))
+    return [replace(t, feature_map=narrow) if t is term else t for t in kept], fmap, None
+
+
+def _narrowed_fourier_reason(before, after, ratio, max_ratio, pooled):
+    was, now = _fourier_part(before), _fourier_part(after)
+    per = '' if pooled else ' per class'
+    return (f'its {before.dim:,} features{per} would have had expected noise norm {ratio:.3g} x '
+            f'the signal bound (above max_noise_ratio={max_ratio:g}); narrowed to the coarser '
+            f'length {now.length_scale:g} (from {was.length_scale:g}; at most '
+            f'{MAX_MARGINAL_LENGTH:g}): {now.n_frequencies} of {was.n_frequencies} Fourier '
+            f'frequencies per numeric column, {after.dim:,} features{per}, the same budget share')
+
+
 def _selectable_pairs_kept(kept):
     """Whether the 'pairs' map still holds every pair of its categorical columns: the selected
     pairs are chosen among those."""
@@ -229,7 +316,7 @@ def _narrowed_pairs_reason(before, after, ratio, max_ratio):
             f'{" and ".join(what)}: {after.dim:,} features per class, the same budget share')
 
 
-def _entries(planned, kept, numbers, gone, max_ratio, core):
+def _entries(planned, kept, numbers, gone, max_ratio, core, coarsest=None):
     counts = {}
     for term in kept:
         counts[term.group] = counts.get(term.group, 0) + 1
@@ -246,6 +333,11 @@ def _entries(planned, kept, numbers, gone, max_ratio, core):
             decision = 'dropped'
             reason = (f'expected noise norm {gone[group][2]:.3g} x its signal bound, above '
                       f'max_noise_ratio={max_ratio:g}; its budget share went to the kept terms')
+            if group in (coarsest or {}):
+                reason = reason.replace('; its', (
+                    f', and {coarsest[group]:.3g} x at the coarsest length '
+                    f'{MAX_MARGINAL_LENGTH:g} ({default_frequencies(MAX_MARGINAL_LENGTH)} '
+                    'frequencies per numeric column); its'), 1)
             if gone[group][0] == 'with pairs':
                 reason = ("chosen on the 'pairs' release, which was dropped" if 'pairs' not in
                           numbers else "chosen among the categorical pairs of the 'pairs' "
@@ -253,7 +345,11 @@ def _entries(planned, kept, numbers, gone, max_ratio, core):
         elif group in gone and gone[group][3] is not None:
             decision = 'narrowed'
             after = next(t.feature_map for t in kept if t.group == group)
-            if isinstance(after, SumKernelMap):
+            pooled = any(t.pooled for t in kept if t.group == group)
+            if isinstance(after, (FourierMarginalMap, OneWayMap)):
+                reason = _narrowed_fourier_reason(gone[group][3], after, gone[group][2],
+                                                  max_ratio, pooled)
+            elif isinstance(after, SumKernelMap):
                 reason = (f'order {gone[group][3].order} would have had expected noise norm '
                           f'{gone[group][2]:.3g} x the signal bound (above 1); Hermite order '
                           f'{after.order} (at least {MIN_CORE_ORDER}), the same budget share')

@@ -63,10 +63,13 @@ class _KMEKernel:
             layout, these options), which optional releases to make: a term whose expected
             noise norm is more than ``max_noise_ratio`` times the largest norm its signal can
             have is narrowed where it can be (fewer product-kernel redraws; a 'pairs' map with
-            fewer frequencies, then fewer pairs; DP-HP's sum kernel at a lower order), else
-            dropped ('marginals', 'pairs', 'selected_pairs'), the largest first, and a dropped
-            term's budget share goes to the terms that remain. 'fixed': every term the options ask for. The privacy report lists the
-            plan's decisions and numbers either way (docs/privacy_report.md).
+            fewer frequencies, then fewer pairs; 'marginals' and the numeric part of 'one_way'
+            at a coarser length than ``marginal_length_scale``, down to 0.1, i.e. fewer Fourier
+            frequencies; DP-HP's sum kernel at a lower order), else dropped ('marginals',
+            'one_way', 'pairs', 'selected_pairs'), the largest first, and a dropped term's
+            budget share goes to the terms that remain. 'fixed': every term the options ask
+            for. The privacy report lists the plan's decisions and numbers either way
+            (docs/privacy_report.md).
         max_noise_ratio: the threshold of ``plan='auto'`` (a number > 0).
         one_way: release 'one_way', every column's own kernel (one-hot for a categorical
             column; for a numeric one the Fourier series of ``marginal_length_scale``, 0.01

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from sdv_dpkme import DPHPSynthesizer
-from sdv_dpkme.engines import kme, kme_plan, kme_training
+from sdv_dpkme.engines import generator_training, kme, kme_plan, kme_training
 from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap
 from sdv_dpkme.privacy.accountant import PrivacyAccountant
 from sdv_dpkme.privacy.testing import fixed_noise
@@ -47,6 +47,8 @@ def _fit(cls, mode, monkeypatch):
     plain = kme_training.train_generator
     monkeypatch.setattr(kme_training, 'train_generator',
                         lambda *args, class_weights=None, **kwargs: plain(*args, **kwargs))
+    # and they predate the objectives weighed by their release noise (issue 42): factor 1 each
+    monkeypatch.setattr(generator_training, 'NOISE_WEIGHTED', False)
     # and they predate the class shares combined from every release (issue 42): the lone
     # 'class_proportions' release, negatives clipped
     monkeypatch.setattr(kme, 'shared_class_weights', lambda proportions, std, terms, releases: (
