@@ -12,7 +12,8 @@ the real rows are ('edge_columns').
         --label after --out /tmp/small_marginals.csv
 
 ``--label`` names the arm in the CSV; the environment variable ``NOISE_WEIGHTED=0`` turns the
-objectives' noise weighting off (``engines.generator_training.NOISE_WEIGHTED``), where it exists.
+objectives' noise weighting off in this study's process (every factor 1, as before it existed;
+``engines.generator_training.objective_noise_weights``), where the code has it.
 """
 
 import argparse
@@ -58,8 +59,10 @@ def run_one(n, epsilon, seed, label):
     from sdv_dpkme.engines import generator_training
     from sdv_dpkme.evaluation import evaluate
 
-    if hasattr(generator_training, 'NOISE_WEIGHTED'):
-        generator_training.NOISE_WEIGHTED = os.environ.get('NOISE_WEIGHTED', '1') == '1'
+    if hasattr(generator_training, 'objective_noise_weights') and \
+            os.environ.get('NOISE_WEIGHTED', '1') == '0':
+        generator_training.objective_noise_weights = \
+            lambda objectives, floors, pooled_weight: [1.0] * len(objectives)
     data, metadata, domain = load_adult_sample()
     train = data.sample(n=n, random_state=0)
     test = data.drop(index=train.index).reset_index(drop=True)

@@ -156,8 +156,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     pooled_weight = float(len(classes) if exact is None else exact.sum())
     floors = [f if f is None or not o.pooled else pooled_weight * f
               for o, f in zip(objectives, floors)]
-    scales = objective_noise_weights(objectives, floors, pooled_weight) if NOISE_WEIGHTED \
-        else [1.0] * len(objectives)
+    scales = objective_noise_weights(objectives, floors, pooled_weight)
     history = []
     skipped = 0
     started = time.perf_counter()
@@ -236,10 +235,6 @@ def _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss, cla
             key = objective.name + ' above noise floor'
             record[key] = record.get(key, 0.0) + float(loss.detach()) - floor
     return total
-
-
-#: weigh each objective by its public signal-to-noise (``objective_noise_weights``)
-NOISE_WEIGHTED = True
 
 
 def objective_noise_weights(objectives, floors, pooled_weight):
