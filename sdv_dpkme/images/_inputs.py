@@ -12,6 +12,7 @@ every dataset of the declared domain: a shape, non-numeric or missing (NaN) pixe
 are not integers in 0..n_classes-1. Those messages quote no value.
 """
 
+import inspect
 import math
 import numbers
 import warnings
@@ -129,3 +130,11 @@ def as_labels(y, n, n_classes):
             'are outside that range; map class names to 0..C-1 and declare n_classes.'
         )
     return arr
+
+
+def constructor_parameters(estimator):
+    """Every constructor argument by name, as the instance holds it (like SDV's
+    ``get_parameters``): the settings that reproduce the estimator, none of them private."""
+    names = [name for name, param in inspect.signature(type(estimator).__init__).parameters.items()
+             if name != 'self' and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD)]
+    return {name: getattr(estimator, name) for name in names}

@@ -53,6 +53,7 @@ from sdv_dpkme.images._inputs import (
     check_budget,
     check_format,
     check_pixel_range,
+    constructor_parameters,
     positive_int,
     positive_number,
     stamped,
@@ -171,6 +172,10 @@ class DPKIPScatterNet:
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+
+    def get_parameters(self):
+        """Every constructor argument by name (like SDV's ``get_parameters``)."""
+        return constructor_parameters(self)
 
     def _check_parameters(self):
         check_budget(self.epsilon, self.delta)
