@@ -156,6 +156,8 @@ READING = """\
   absolute value, and `ContingencySimilarity` over the pairs whose real association (Cramér's V)
   is above 0.3; the other pairs get no score (`Meets Threshold?` False). That is why many
   numeric pairs of wine and breast_cancer have none; the rule is the same for every method.
+- **code**: the commit(s) of this repository the rows were run at (the rows of one cell can come
+  from different runs; `heldout.csv` has each row's commit and finishing time).
 - **GaussianCopula** takes no seed (SDV fixes its sampling seed), so its seeds repeat one fit.
 - **MST / AIM bins**: 10 equal-width bins on the public bounds (protocol). Where a public cap is
   far above the bulk of the values (hypothyroid's labs, e.g. TSH in [0, 1000]) nearly all rows
@@ -470,7 +472,8 @@ def report(out, names=tuple(TABLES), planned=None, note=''):
         a, b = (('TSTR F1 (weighted)', 'TSTR accuracy') if table in MULTICLASS
                 else ('TSTR ROC', 'TSTR PR'))
         header = ['method', 'ε', 'seeds ok / run', 'quality', 'shapes', 'pair trends', a, b,
-                  'TV3', 'fit s', 'peak MB', 'rarest class share (real)', 'collapse warnings']
+                  'TV3', 'fit s', 'peak MB', 'rarest class share (real)', 'collapse warnings',
+                  'code']
         lines = []
         for (method, eps), group in part.groupby(['method', 'epsilon'], dropna=False, sort=False):
             ok = group[group['error'] == '']
@@ -483,7 +486,8 @@ def report(out, names=tuple(TABLES), planned=None, note=''):
                           _cell_text(group, 'peak_mb', '{:.0f}'),
                           f"{_cell_text(group, 'rare_share_synthetic')} "
                           f"({_cell_text(group, 'rare_share_real')})",
-                          int(ok['collapse_warning'].astype(str).eq('True').sum())])
+                          int(ok['collapse_warning'].astype(str).eq('True').sum()),
+                          ', '.join(sorted(set(group['commit'].fillna('').astype(str))))])
         order = list((REFERENCE, *METHODS))
         lines.sort(key=lambda line: next(i for i, m in enumerate(order)
                                          if LABELS[m] == line[0]))
