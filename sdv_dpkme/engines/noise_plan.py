@@ -17,13 +17,14 @@ kernels keep fewer redraws; the 'pairs' map keeps fewer Fourier frequencies per 
 (down to one), then fewer pairs, those with the most cells first (``narrowed_pair_map``); the
 Fourier-series marginals ('marginals', and the numeric part of 'one_way') a coarser length scale,
 hence fewer frequencies per numeric column (a smooth column shape lives in the low frequencies),
-no coarser than ``MAX_MARGINAL_LENGTH``; a term still above ``max_ratio`` at that length is
-dropped. A narrowed term keeps its share; a dropped one gives it to the terms that remain (the plan is
-renormalised, so the total spend is unchanged). It repeats until every optional term is below
-``max_ratio``. The method's own kernel (the first term) and the class proportions are never
-dropped; a Hermite sum kernel as that kernel is narrowed to a lower order (at least
-``MIN_CORE_ORDER``) while its expected noise norm is above its bound. ``weak_signal`` then says
-whether that kernel, with the budget it got, still expects noise above its signal bound: the fit
+down to a noise ratio of ``NARROWED_RATIO`` where ``MAX_MARGINAL_LENGTH`` allows it; a term
+still above ``max_ratio`` at that length is dropped. A narrowed term keeps its share; a
+dropped one gives it to the terms that remain (the plan is renormalised, so the total spend is
+unchanged). It repeats until every optional term is below ``max_ratio``. The method's own kernel
+(the first term) and the class proportions are never dropped; a Hermite sum kernel as that
+kernel is narrowed to a lower order (at least ``MIN_CORE_ORDER``) while its expected noise norm
+is above its bound, and so are the kept Fourier-series marginals (a coarser length, down to
+``NARROWED_RATIO`` x the bound). ``weak_signal`` then says whether that kernel, with the budget it got, still expects noise above its signal bound: the fit
 warns before spending.
 """
 
@@ -180,6 +181,14 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
             selected = numbers[SELECTED]
             gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4], None))
         gone[group] = ('dropped', numbers[group], ratio, None)
+    if max_ratio is not None:  # the same plan and sigmas: only the marginals' widths change
+        for group in FOURIER_GROUPS:
+            ratio = numbers[group][3] / numbers[group][4] if group in numbers else 0.0
+            if group not in gone and ratio > NARROWED_RATIO:
+                kept, before, _ = _narrow_fourier(kept, group, ratio, max_ratio)
+                if before is not None:
+                    gone[group] = ('narrowed', numbers[group], ratio, before)
+        numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
     narrowed = _narrow_core(kept, numbers) if max_ratio is not None else None
     if narrowed is not None:  # the same plan and sigmas: only the core's width changes
         gone[core] = ('narrowed', numbers[core], numbers[core][3] / numbers[core][4],
@@ -229,8 +238,12 @@ def _narrow_pairs(kept, ratio, max_ratio):
 #: the releases of Fourier-series marginals the plan narrows to a coarser length scale
 FOURIER_GROUPS = ('marginals', 'one_way')
 #: the coarsest length (on the public [0, 1] scale) a narrowed Fourier-series marginal keeps:
-#: 14 frequencies, a resolution of about ten public bins per column
-MAX_MARGINAL_LENGTH = 0.1
+#: 6 frequencies, a column's location, spread and skew (MST's ten public bins resolve as much)
+MAX_MARGINAL_LENGTH = 0.25
+#: a Fourier-series marginal that has to be narrowed is narrowed to where its expected noise
+#: norm is at most this times its signal bound, if its coarsest length gets there: at a ratio
+#: near ``max_noise_ratio`` its low frequencies, which carry a column's shape, are still noise
+NARROWED_RATIO = 1.0
 
 
 def _fourier_part(fmap):
@@ -259,9 +272,10 @@ def _with_length(fmap, length):
 def _narrow_fourier(kept, group, ratio, max_ratio):
     """(terms, the map before, None) with the Fourier-series map of ``group`` at a coarser
     length: the finest whose width, at the same share and sensitivity (the norm bound is 1 at
-    every length), gives noise ``max_ratio`` x its bound, but no coarser than
-    ``MAX_MARGINAL_LENGTH``; (terms, None, the ratio at that coarsest length) when even that is
-    above ``max_ratio`` (or (terms, None, None) when no coarser map exists): it is dropped."""
+    every length), gives noise ``NARROWED_RATIO`` (at most ``max_ratio``) x its bound, but no
+    coarser than ``MAX_MARGINAL_LENGTH``; (terms, None, the ratio at that coarsest length) when
+    even that is above ``max_ratio`` (or (terms, None, None) when no coarser map exists): it
+    is dropped."""
     term = next(t for t in kept if t.group == group)
     fmap = term.feature_map
     series = _fourier_part(fmap)
@@ -273,7 +287,8 @@ def _narrow_fourier(kept, group, ratio, max_ratio):
     coarsest = ratio * math.sqrt((fixed + per_frequency * floor) / fmap.dim)
     if coarsest > max_ratio:
         return kept, None, coarsest
-    frequencies = int((fmap.dim * (max_ratio / ratio) ** 2 - fixed) // per_frequency)
+    wanted = min(max_ratio, NARROWED_RATIO)
+    frequencies = int((fmap.dim * (wanted / ratio) ** 2 - fixed) // per_frequency)
     frequencies = max(floor, min(series.n_frequencies - 1, frequencies))
     narrow = _with_length(fmap, MAX_MARGINAL_LENGTH if frequencies == floor
                           else coarser_length(frequencies))
@@ -283,10 +298,12 @@ def _narrow_fourier(kept, group, ratio, max_ratio):
 def _narrowed_fourier_reason(before, after, ratio, max_ratio, pooled):
     was, now = _fourier_part(before), _fourier_part(after)
     per = '' if pooled else ' per class'
+    above = (f'max_noise_ratio={max_ratio:g}' if ratio > max_ratio else
+             f'{NARROWED_RATIO:g}: the low frequencies, a column\'s shape, would be mostly noise')
     return (f'its {before.dim:,} features{per} would have had expected noise norm {ratio:.3g} x '
-            f'the signal bound (above max_noise_ratio={max_ratio:g}); narrowed to the coarser '
-            f'length {now.length_scale:g} (from {was.length_scale:g}; at most '
-            f'{MAX_MARGINAL_LENGTH:g}): {now.n_frequencies} of {was.n_frequencies} Fourier '
+            f'the signal bound (above {above}); narrowed to the coarser '
+            f'length {now.length_scale:g} (from {was.length_scale:g}; towards a ratio of '
+            f'{NARROWED_RATIO:g}, at most length {MAX_MARGINAL_LENGTH:g}): {now.n_frequencies} of {was.n_frequencies} Fourier '
             f'frequencies per numeric column, {after.dim:,} features{per}, the same budget share')
 
 
