@@ -37,8 +37,8 @@ POINTS_PER_BIN = 5
 PRIOR_WEIGHT = 1.0
 #: knots of a numeric column's value map (at the generated values' quantiles)
 VALUE_GRID = 2001
-#: share of the generated shares in the prior (the rest uniform)
-PRIOR_GENERATED = 0.0
+#: shares of the generated shares in the priors tried (the rest uniform)
+PRIOR_MIXES = (0.0,)
 #: the noise std an exact release (epsilon = inf) is weighed with
 MIN_NOISE = 1e-4
 #: fewest generated present rows a column's map is fitted from
@@ -125,6 +125,7 @@ def shape_estimate(sources, free_mass=False, prior=None, prior_weight=PRIOR_WEIG
         return loss
 
     optimiser.step(closure)
+    shape_estimate.objective = float(closure())
     return torch.softmax(theta.detach(), 0).numpy()
 
 
@@ -166,11 +167,14 @@ def calibrate_values(generator, objectives, class_weights, rng, rows=50_000):
         if not sources:
             continue
         values = present[:, column].astype(np.float64)
-        prior = None
-        if PRIOR_GENERATED > 0:
-            generated = np.histogram(values, np.linspace(0, 1, BINS + 1))[0] / len(values)
-            prior = PRIOR_GENERATED * generated + (1 - PRIOR_GENERATED) / BINS
-        want = target_cdf(values, shape_estimate(sources, block.nullable, prior), grid)
+        generated = np.histogram(values, np.linspace(0, 1, BINS + 1))[0] / len(values)
+        best = None
+        for mix in PRIOR_MIXES:
+            prior = mix * generated + (1 - mix) / BINS
+            shares = shape_estimate(sources, block.nullable, prior)
+            if best is None or shape_estimate.objective < best[0]:
+                best = (shape_estimate.objective, shares)
+        want = target_cdf(values, best[1], grid)
         want = np.maximum.accumulate(want) + grid * 1e-9  # strictly increasing to invert
         # knots at the generated quantiles, not on a fixed grid: a column squeezed into a
         # sliver of its range (near an edge, say) is spread by its ranks too
