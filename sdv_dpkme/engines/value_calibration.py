@@ -27,6 +27,10 @@ no private row, no extra epsilon.
 
 import numpy as np
 import torch
+from scipy.optimize import minimize
+
+from sdv_dpkme.features import OneWayMap
+from sdv_dpkme.features.marginal import FourierMarginalMap
 
 #: equal bins of a numeric column's public range on which its shape is estimated
 BINS = 100
@@ -37,8 +41,9 @@ POINTS_PER_BIN = 5
 PRIOR_WEIGHT = 1.0
 #: knots of a numeric column's value map (at the generated values' quantiles)
 VALUE_GRID = 2001
-#: shares of the generated shares in the priors tried (the rest uniform)
-PRIOR_MIXES = (0.0,)
+#: inside one resolution cell, the prior's share that follows the generated values (the rest
+#: uniform over the cell's bins)
+WITHIN_CELL_GENERATED = 0.9
 #: the noise std an exact release (epsilon = inf) is weighed with
 MIN_NOISE = 1e-4
 #: fewest generated present rows a column's map is fitted from
@@ -101,32 +106,68 @@ def column_releases(releases, base_row, block):
 
 
 def shape_estimate(sources, free_mass=False, prior=None, prior_weight=PRIOR_WEIGHT):
-    """p* (BINS,) of the module docstring, from ``column_releases``; ``free_mass``: the
-    releases see m p* for a fitted m in (0, 1) (a nullable column's present share);
-    ``prior``: the shares the KL term pulls to (None: uniform)."""
+    """(p* (BINS,) of the module docstring, the objective at p*) from ``column_releases``;
+    ``free_mass``: the releases see m p* for a fitted m in (0, 1) (a nullable column's present
+    share); ``prior``: the shares the KL term pulls to (None: uniform). p = softmax(theta),
+    m = sigmoid(mu), by L-BFGS (scipy's: torch's optimisers import torch's compiler)."""
     # an exact release (epsilon = inf) weighs as one whose noise is far below any cell's signal
     std = [max(s[2], MIN_NOISE) for s in sources]
-    a = torch.as_tensor(np.concatenate([s[0] / d for s, d in zip(sources, std)]))
-    r = torch.as_tensor(np.concatenate([s[1] / d for s, d in zip(sources, std)]))
-    log_prior = torch.full((a.shape[1],), -np.log(a.shape[1]), dtype=torch.float64) \
-        if prior is None else torch.log(torch.as_tensor(prior, dtype=torch.float64))
-    theta = log_prior.clone().requires_grad_(True)
-    mass = torch.zeros((), dtype=torch.float64, requires_grad=free_mass)
-    optimiser = torch.optim.LBFGS([theta, mass] if free_mass else [theta], max_iter=500,
-                                  tolerance_grad=1e-10, line_search_fn='strong_wolfe')
+    a = np.concatenate([s[0] / d for s, d in zip(sources, std)])
+    r = np.concatenate([s[1] / d for s, d in zip(sources, std)])
+    bins = a.shape[1]
+    log_prior = np.full(bins, -np.log(bins)) if prior is None else np.log(prior)
 
-    def closure():
-        optimiser.zero_grad()
-        log_p = torch.log_softmax(theta, 0)
-        p = log_p.exp()
-        seen = p * torch.sigmoid(mass) if free_mass else p
-        loss = 0.5 * ((a @ seen - r) ** 2).sum() + prior_weight * (p * (log_p - log_prior)).sum()
-        loss.backward()
-        return loss
+    def objective(x):
+        theta = x[:bins]
+        log_p = theta - theta.max()
+        log_p -= np.log(np.exp(log_p).sum())
+        p = np.exp(log_p)
+        m = 1.0 / (1.0 + np.exp(-x[bins])) if free_mass else 1.0
+        gap = a @ (m * p) - r
+        back = a.T @ gap
+        grad_p = m * back + prior_weight * (log_p - log_prior + 1.0)
+        grad = p * (grad_p - p @ grad_p)  # through the softmax
+        value = 0.5 * gap @ gap + prior_weight * p @ (log_p - log_prior)
+        if free_mass:
+            grad = np.append(grad, (back @ p) * m * (1.0 - m))
+        return value, grad
 
-    optimiser.step(closure)
-    shape_estimate.objective = float(closure())
-    return torch.softmax(theta.detach(), 0).numpy()
+    start = np.append(log_prior, 0.0) if free_mass else log_prior.copy()
+    result = minimize(objective, start, jac=True, method='L-BFGS-B',
+                      options={'maxiter': 1000, 'gtol': 1e-10})
+    theta = result.x[:bins]
+    shares = np.exp(theta - theta.max())
+    return shares / shares.sum(), float(result.fun)
+
+
+def resolution_cells(releases):
+    """Cells of [0, 1] the releases resolve: as many as the most frequencies of a Fourier-series
+    release (its finest wave has that many half periods), at most ``BINS``; ``BINS`` without
+    one."""
+    counts = []
+    for feature_map, _, _ in releases:
+        fourier = feature_map.numeric if isinstance(feature_map, OneWayMap) else feature_map
+        if isinstance(fourier, FourierMarginalMap):
+            counts.append(fourier._series.n_frequencies)
+    return min(BINS, max(counts)) if counts else BINS
+
+
+def cell_prior(generated, cells):
+    """The KL term's shares: uniform over ``cells`` equal cells of [0, 1], and inside a cell
+    mostly the generated shares (``WITHIN_CELL_GENERATED``): what the releases cannot resolve,
+    such as a spike at 0 inside a cell, keeps the generator's shape; a cell without generated
+    values is uniform."""
+    bins = len(generated)
+    cell = np.minimum((np.arange(bins) + 0.5) * cells / bins, cells - 1).astype(int)
+    prior = np.empty(bins)
+    for c in range(cells):
+        inside = cell == c
+        total = generated[inside].sum()
+        flat = np.full(inside.sum(), 1.0 / inside.sum())
+        shape = generated[inside] / total if total > 0 else flat
+        prior[inside] = (WITHIN_CELL_GENERATED * shape
+                         + (1 - WITHIN_CELL_GENERATED) * flat) / cells
+    return prior / prior.sum()
 
 
 def target_cdf(values, shares, grid):
@@ -155,6 +196,7 @@ def calibrate_values(generator, objectives, class_weights, rng, rows=50_000):
     releases = additive_releases(objectives, w)
     if not releases:
         return []
+    cells = resolution_cells(releases)
     labels = torch.as_tensor(np.repeat(np.arange(len(w)), np.round(w * rows).astype(int)))
     drawn = generator.sample(labels, rng)
     grid = levels = np.linspace(0.0, 1.0, VALUE_GRID)
@@ -168,13 +210,8 @@ def calibrate_values(generator, objectives, class_weights, rng, rows=50_000):
             continue
         values = present[:, column].astype(np.float64)
         generated = np.histogram(values, np.linspace(0, 1, BINS + 1))[0] / len(values)
-        best = None
-        for mix in PRIOR_MIXES:
-            prior = mix * generated + (1 - mix) / BINS
-            shares = shape_estimate(sources, block.nullable, prior)
-            if best is None or shape_estimate.objective < best[0]:
-                best = (shape_estimate.objective, shares)
-        want = target_cdf(values, best[1], grid)
+        shares, _ = shape_estimate(sources, block.nullable, cell_prior(generated, cells))
+        want = target_cdf(values, shares, grid)
         want = np.maximum.accumulate(want) + grid * 1e-9  # strictly increasing to invert
         # knots at the generated quantiles, not on a fixed grid: a column squeezed into a
         # sliver of its range (near an edge, say) is spread by its ranks too
