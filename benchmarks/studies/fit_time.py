@@ -51,7 +51,7 @@ STAGES = {
     'links': [('sdv_dpkme/engines/kme_pairs', 'links_to_use')],
     'training': [('sdv_dpkme/engines/generator_training', 'train_generator')],
     'collapse check': [('sdv_dpkme/engines/generator', 'collapsed_classes')],
-    'calibration': [('sdv_dpkme/engines/value_calibration', 'calibrate_values'),
+    'calibration': [('sdv_dpkme/engines/calibration', 'calibrate_values'),
                     ('sdv_dpkme/engines/calibration', 'calibrate')],
     'pools': [('sdv_dpkme/engines/kme_training', 'reweighted_pools')],
 }

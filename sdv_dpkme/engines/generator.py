@@ -202,7 +202,7 @@ class TabularGenerator(nn.Module):
                 values = 1 - (1 - (values + self.numeric_noise * noise.cpu().T).abs()).abs()
             out[numeric] = values.numpy()
             for column, (grid, mapped) in (getattr(self, 'value_maps', None) or {}).items():
-                out[column] = np.interp(out[column], grid, mapped)  # engines.value_calibration
+                out[column] = np.interp(out[column], grid, mapped)  # engines.calibration
         everyone = np.arange(n)
         heads = [b for b in self.blocks if b.kind == 'categorical']
         calibration = getattr(self, 'calibration', None) or {}  # None: trained before it

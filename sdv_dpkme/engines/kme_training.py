@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from sdv_dpkme.engines.calibration import ROWS, calibrate
+from sdv_dpkme.engines.calibration import ROWS, calibrate, calibrate_values
 from sdv_dpkme.engines.generator import (
     TabularGenerator,
     class_loss_weights,
@@ -24,7 +24,6 @@ from sdv_dpkme.engines.generator import (
 from sdv_dpkme.engines.kme_pairs import links_to_use
 from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
 from sdv_dpkme.engines.simplex_weights import simplex_weights_for_terms
-from sdv_dpkme.engines.value_calibration import calibrate_values
 
 
 @dataclass

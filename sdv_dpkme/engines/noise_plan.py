@@ -24,8 +24,8 @@ unchanged). It repeats until every optional term is below ``max_ratio``. The met
 (the first term) and the class proportions are never dropped; a Hermite sum kernel as that
 kernel is narrowed to a lower order (at least ``MIN_CORE_ORDER``) while its expected noise norm
 is above its bound, and so are the kept Fourier-series marginals (a coarser length, down to
-``NARROWED_RATIO`` x the bound). ``weak_signal`` then says whether that kernel, with the budget it got, still expects noise above its signal bound: the fit
-warns before spending.
+``NARROWED_RATIO`` x the bound). ``weak_signal`` then says whether that kernel, with the budget
+it got, still expects noise above its signal bound: the fit warns before spending.
 """
 
 import math
@@ -301,10 +301,11 @@ def _narrowed_fourier_reason(before, after, ratio, max_ratio, pooled):
     above = (f'max_noise_ratio={max_ratio:g}' if ratio > max_ratio else
              f'{NARROWED_RATIO:g}: the low frequencies, a column\'s shape, would be mostly noise')
     return (f'its {before.dim:,} features{per} would have had expected noise norm {ratio:.3g} x '
-            f'the signal bound (above {above}); narrowed to the coarser '
-            f'length {now.length_scale:g} (from {was.length_scale:g}; towards a ratio of '
-            f'{NARROWED_RATIO:g}, at most length {MAX_MARGINAL_LENGTH:g}): {now.n_frequencies} of {was.n_frequencies} Fourier '
-            f'frequencies per numeric column, {after.dim:,} features{per}, the same budget share')
+            f'the signal bound (above {above}); narrowed to the coarser length '
+            f'{now.length_scale:g} (from {was.length_scale:g}; towards a ratio of '
+            f'{NARROWED_RATIO:g}, at most length {MAX_MARGINAL_LENGTH:g}): '
+            f'{now.n_frequencies} of {was.n_frequencies} Fourier frequencies per numeric '
+            f'column, {after.dim:,} features{per}, the same budget share')
 
 
 def _selectable_pairs_kept(kept):

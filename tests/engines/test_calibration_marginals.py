@@ -11,6 +11,7 @@ from sdv_dpkme import DPHPSynthesizer
 from sdv_dpkme.engines import calibration, kme_training
 from sdv_dpkme.engines.generator import CategoryGroups, Objective, TabularGenerator
 from sdv_dpkme.features import PairwiseKernelMap, SumKernelMap
+from sdv_dpkme.features.marginal import FourierMarginalMap
 from sdv_dpkme.features.blocks import Block
 from tests.conftest import make_table
 from tests.engines.test_link_structure import BLOCKS, released, table
@@ -203,3 +204,58 @@ def test_generated_rows_follow_the_table_within_bounds():
     # as many as the table has, from a floor for small tables; the same as before from 30,000
     assert [calibration.generated_rows(n) for n in (10, 215, 12_000, 30_000, 30162, 199523)] == [
         5000, 5000, 12_000, 30_000, 30162, 50000]
+
+
+def numeric_generator():
+    torch.manual_seed(0)
+    return TabularGenerator([Block('v', 'numeric', (0,)), Block('c', 'categorical', (1, 2, 3))],
+                            4, 1)
+
+
+def marginal_release(values, noise):
+    fmap = FourierMarginalMap([Block('v', 'numeric', (0,))])
+    x = torch.as_tensor(values, dtype=torch.float64)[:, None]
+    means = fmap(x).mean(0, keepdim=True)
+    noisy = means + noise * torch.randn(means.shape, generator=torch.Generator().manual_seed(3),
+                                        dtype=torch.float64)
+    return Objective('Marginals', fmap, noisy.float(), noise_std=torch.tensor([noise]))
+
+
+def ks(a, b):
+    grid = np.linspace(0.05, 1, 951)  # the release resolves about 0.02 (its kernel length)
+    return np.abs(np.searchsorted(np.sort(a), grid, 'right') / len(a)
+                  - np.searchsorted(np.sort(b), grid, 'right') / len(b)).max()
+
+
+def test_value_maps_move_a_numeric_column_to_its_released_distribution():
+    rng = np.random.default_rng(0)
+    # a spike at 0 (70%) and a bump at 0.7: a zero-inflated money column on a log scale
+    real = np.where(rng.random(20000) < 0.7, 0.0, rng.normal(0.7, 0.03, 20000).clip(0, 1))
+    gen = numeric_generator()
+    before = gen.sample(torch.zeros(20000, dtype=torch.long), torch.Generator().manual_seed(1))
+    assert ks(before[:, 0], real) > 0.3
+    names = calibration.calibrate_values(gen, [marginal_release(real, 1e-4)], np.array([1.0]),
+                                         torch.Generator().manual_seed(2))
+    assert names == ['v'] and list(gen.value_maps) == [0]
+    after = gen.sample(torch.zeros(20000, dtype=torch.long), torch.Generator().manual_seed(1))
+    assert ks(after[:, 0], real) < 0.05
+    # ranks are kept: the map is monotone
+    assert (np.diff(after[np.argsort(before[:, 0]), 0]) >= 0).all()
+    assert after[:, 0].min() >= 0 and after[:, 0].max() <= 1
+
+
+@pytest.mark.slow
+def test_value_maps_barely_move_a_column_the_noise_cannot_tell_apart():
+    gen = numeric_generator()
+    rows = gen.sample(torch.zeros(50000, dtype=torch.long), torch.Generator().manual_seed(9))
+    before = gen.sample(torch.zeros(20000, dtype=torch.long), torch.Generator().manual_seed(1))
+    # a release of the generator's own distribution under large noise: what passes the
+    # threshold is noise, and its excess moves the values little
+    calibration.calibrate_values(gen, [marginal_release(rows[:, 0], 0.05)], np.array([1.0]),
+                                 torch.Generator().manual_seed(2))
+    after = gen.sample(torch.zeros(20000, dtype=torch.long), torch.Generator().manual_seed(1))
+    assert ks(after[:, 0], before[:, 0]) < 0.02
+    del gen.value_maps  # generators saved before value maps sample as before
+    np.testing.assert_array_equal(
+        gen.sample(torch.zeros(20000, dtype=torch.long), torch.Generator().manual_seed(1)),
+        before)

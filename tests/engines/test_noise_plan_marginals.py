@@ -12,7 +12,7 @@ import torch
 
 from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
 from sdv_dpkme.engines.kernel_terms import shared_terms
-from sdv_dpkme.engines.noise_plan import MAX_MARGINAL_LENGTH, coarser_length
+from sdv_dpkme.engines.noise_plan import MAX_MARGINAL_LENGTH, NARROWED_RATIO, coarser_length
 from sdv_dpkme.features import FourierMarginalMap, OneWayMap, replace_sensitivity
 from sdv_dpkme.features.marginal import FourierSeries, default_frequencies
 from tests.conftest import make_table
@@ -58,11 +58,12 @@ def test_marginals_are_narrowed_to_a_coarser_length_not_dropped(n):
     assert full.length_scale < fmap.length_scale <= MAX_MARGINAL_LENGTH
     assert fmap.n_frequencies == default_frequencies(fmap.length_scale) < full.n_frequencies
     assert entry.dimension == fmap.dim * 3 and entry.ratio <= 5.0
-    # the finest such length: one frequency more would be above the threshold
+    # the finest length at NARROWED_RATIO: one frequency more would be above it
     finer = FourierMarginalMap(fmap.blocks, fmap.length_scale,
                                fmap.n_frequencies + 1)
-    assert fmap.n_frequencies == default_frequencies(MAX_MARGINAL_LENGTH) or \
-        entry.ratio * math.sqrt(finer.dim / fmap.dim) > 5.0
+    assert fmap.n_frequencies == default_frequencies(MAX_MARGINAL_LENGTH) or (
+        entry.ratio <= NARROWED_RATIO
+        and entry.ratio * math.sqrt(finer.dim / fmap.dim) > NARROWED_RATIO)
     assert f'length {fmap.length_scale:g}' in entry.reason
     assert f'{fmap.n_frequencies} of {full.n_frequencies} Fourier' in entry.reason
     # the sensitivity of the release is the full map's, and the spend is unchanged
@@ -168,3 +169,48 @@ def test_tiny_n_plans_report_the_selected_pairs_whose_candidates_were_narrowed_o
         entry = entries['selected_pairs']
         assert entry.decision == 'dropped' or entries['pairs'].decision != 'dropped'
         assert "'pairs' release" in entry.reason or entry.decision == 'kept'
+
+
+@pytest.mark.parametrize('n', [200, 300, 400, 600, 800])
+def test_kept_marginals_are_narrowed_to_where_their_noise_is_at_most_their_signal(n):
+    # below max_noise_ratio the fine marginals used to be kept as they were: at a ratio of
+    # 2-5 their low frequencies, which carry a column's shape, were mostly noise
+    full = _map(_terms(), 'marginals')
+    accountant, kept, _, plan, sigmas, entries = _plan(n)
+    entry, fmap = entries['marginals'], _map(kept, 'marginals')
+    before = entry.expected_noise_norm * math.sqrt(full.dim / fmap.dim) / entry.signal_bound
+    assert 1.0 < before <= 5.0  # kept whole by the loop, narrowed after it
+    assert entry.decision == 'narrowed' and fmap.n_frequencies < full.n_frequencies
+    assert fmap.length_scale <= MAX_MARGINAL_LENGTH
+    finer = FourierMarginalMap(fmap.blocks, fmap.length_scale, fmap.n_frequencies + 1)
+    assert entry.ratio <= NARROWED_RATIO or fmap.length_scale == MAX_MARGINAL_LENGTH
+    assert fmap.length_scale == MAX_MARGINAL_LENGTH or \
+        entry.ratio * math.sqrt(finer.dim / fmap.dim) > NARROWED_RATIO
+    assert 'above 1: the low frequencies' in entry.reason
+    assert f'length {fmap.length_scale:g}' in entry.reason
+    # the same share, sigma and sensitivity: only the width (and so the noise norm) changed
+    assert math.isclose(entry.sensitivity, replace_sensitivity(full) / n)
+    assert math.isclose(_precision(plan, sigmas), accountant.total_precision(), rel_tol=1e-9)
+    assert _plan(n, max_ratio=None)[-1]['marginals'].decision == 'kept'  # plan='fixed'
+
+
+def test_marginals_whose_noise_is_below_their_signal_are_kept_whole():
+    full = _map(_terms(), 'marginals')
+    _, kept, *_, entries = _plan(1200)
+    assert entries['marginals'].decision == 'kept' and entries['marginals'].ratio <= 1.0
+    assert _map(kept, 'marginals').n_frequencies == full.n_frequencies
+
+
+def test_one_way_below_the_drop_threshold_is_narrowed_too():
+    for n in (200, 400, 800, 1600):
+        terms, kept, entries = _one_way_plan(n)
+        ratio_whole = entries['one_way'].expected_noise_norm / entries['one_way'].signal_bound \
+            * math.sqrt(_map(terms, 'one_way').dim / _map(kept, 'one_way').dim)
+        if 1.0 < ratio_whole <= 5.0:
+            break
+    else:
+        pytest.fail("no n put 'one_way' between 1 and 5")
+    entry = entries['one_way']
+    assert entry.decision == 'narrowed' and entry.ratio <= NARROWED_RATIO + 1e-9 or \
+        _map(kept, 'one_way').length_scale == MAX_MARGINAL_LENGTH
+    assert 'per class' not in entry.reason and 'above 1' in entry.reason

@@ -164,10 +164,8 @@ def test_dphp_calibrates_its_heads_by_default_without_changing_the_releases(tmp_
             off.fit({'t': table})
     attrs = on._model.loss_values.attrs
     assert attrs['calibration_seconds'] > 0 and isinstance(attrs['calibrated_pairs'], list)
-    # every numeric column gets its value map (the shape estimate of ``value_calibration``)
-    numeric = [b.name for b in on._model.generator.blocks if b.kind == 'numeric']
-    assert numeric and sorted(attrs['calibrated_values']) == sorted(numeric)
-    assert len(on._model.generator.value_maps) == len(numeric)
+    # 240 rows: no numeric column's release stands 3 noise stds from the generated one
+    assert attrs['calibrated_values'] == [] and on._model.generator.value_maps == {}
     offsets = on._model.generator.calibration
     assert offsets and any((t != 0).any() for v in offsets.values() for _, t in v)
     assert not getattr(off._model.generator, 'calibration', None)
