@@ -23,9 +23,8 @@ dropped one gives it to the terms that remain (the plan is renormalised, so the 
 unchanged). It repeats until every optional term is below ``max_ratio``. The method's own kernel
 (the first term) and the class proportions are never dropped; a Hermite sum kernel as that
 kernel is narrowed to a lower order (at least ``MIN_CORE_ORDER``) while its expected noise norm
-is above its bound, and so are the kept Fourier-series marginals (a coarser length, down to
-``NARROWED_RATIO`` x the bound). ``weak_signal`` then says whether that kernel, with the budget
-it got, still expects noise above its signal bound: the fit warns before spending.
+is above its bound. ``weak_signal`` then says whether that kernel, with the budget it got, still
+expects noise above its signal bound: the fit warns before spending.
 """
 
 import math
@@ -181,14 +180,6 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
             selected = numbers[SELECTED]
             gone.setdefault(SELECTED, ('with pairs', selected, selected[3] / selected[4], None))
         gone[group] = ('dropped', numbers[group], ratio, None)
-    if max_ratio is not None:  # the same plan and sigmas: only the marginals' widths change
-        for group in FOURIER_GROUPS:
-            ratio = numbers[group][3] / numbers[group][4] if group in numbers else 0.0
-            if group not in gone and ratio > NARROWED_RATIO:
-                kept, before, _ = _narrow_fourier(kept, group, ratio, max_ratio)
-                if before is not None:
-                    gone[group] = ('narrowed', numbers[group], ratio, before)
-        numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
     narrowed = _narrow_core(kept, numbers) if max_ratio is not None else None
     if narrowed is not None:  # the same plan and sigmas: only the core's width changes
         gone[core] = ('narrowed', numbers[core], numbers[core][3] / numbers[core][4],
@@ -242,7 +233,9 @@ FOURIER_GROUPS = ('marginals', 'one_way')
 MAX_MARGINAL_LENGTH = 0.25
 #: a Fourier-series marginal that has to be narrowed is narrowed to where its expected noise
 #: norm is at most this times its signal bound, if its coarsest length gets there: at a ratio
-#: near ``max_noise_ratio`` its low frequencies, which carry a column's shape, are still noise
+#: near ``max_noise_ratio`` its low frequencies, which carry a column's shape, are still noise.
+#: (A kept one is not: a spiky column, such as a money column's zeros, nearly reaches the
+#: signal bound and keeps its fine shape at ratios below ``max_noise_ratio``.)
 NARROWED_RATIO = 1.0
 
 
@@ -298,10 +291,8 @@ def _narrow_fourier(kept, group, ratio, max_ratio):
 def _narrowed_fourier_reason(before, after, ratio, max_ratio, pooled):
     was, now = _fourier_part(before), _fourier_part(after)
     per = '' if pooled else ' per class'
-    above = (f'max_noise_ratio={max_ratio:g}' if ratio > max_ratio else
-             f'{NARROWED_RATIO:g}: the low frequencies, a column\'s shape, would be mostly noise')
     return (f'its {before.dim:,} features{per} would have had expected noise norm {ratio:.3g} x '
-            f'the signal bound (above {above}); narrowed to the coarser length '
+            f'the signal bound (above max_noise_ratio={max_ratio:g}); narrowed to the coarser length '
             f'{now.length_scale:g} (from {was.length_scale:g}; towards a ratio of '
             f'{NARROWED_RATIO:g}, at most length {MAX_MARGINAL_LENGTH:g}): '
             f'{now.n_frequencies} of {was.n_frequencies} Fourier frequencies per numeric '
