@@ -292,8 +292,8 @@ def _narrowed_fourier_reason(before, after, ratio, max_ratio, pooled):
     was, now = _fourier_part(before), _fourier_part(after)
     per = '' if pooled else ' per class'
     return (f'its {before.dim:,} features{per} would have had expected noise norm {ratio:.3g} x '
-            f'the signal bound (above max_noise_ratio={max_ratio:g}); narrowed to the coarser length '
-            f'{now.length_scale:g} (from {was.length_scale:g}; towards a ratio of '
+            f'the signal bound (above max_noise_ratio={max_ratio:g}); narrowed to the coarser '
+            f'length {now.length_scale:g} (from {was.length_scale:g}; towards a ratio of '
             f'{NARROWED_RATIO:g}, at most length {MAX_MARGINAL_LENGTH:g}): '
             f'{now.n_frequencies} of {was.n_frequencies} Fourier frequencies per numeric '
             f'column, {after.dim:,} features{per}, the same budget share')

@@ -204,7 +204,7 @@ def test_a_map_just_above_the_threshold_is_narrowed_only_as_far_as_its_noise_nee
 @pytest.mark.parametrize('n', [300, 600, 1200])
 def test_marginals_below_the_threshold_are_kept_whole(n):
     # a spiky column (a money column's zeros) nearly reaches the signal bound: kept at a ratio
-    # below max_noise_ratio, the fine map keeps its shape (narrowing these lost on Adult)
+    # below max_noise_ratio, the fine map keeps its shape (narrowing these did not help on Adult)
     full = _map(_terms(), 'marginals')
     _, kept, *_, entries = _plan(n)
     assert entries['marginals'].decision == 'kept' and entries['marginals'].ratio <= 5.0
