@@ -33,6 +33,8 @@ Only the releases, their public noise, the public layout and the generator are r
 row, no extra epsilon.
 """
 
+import math
+
 import numpy as np
 import pandas as pd
 import torch
@@ -440,18 +442,22 @@ def _parent_index(parent, drawn, heads):
 
 def calibrate_values(generator, objectives, class_weights, rng, rows=ROWS[1], threshold=3.0):
     """Fit ``generator.value_maps`` ({encoded column: (grid, mapped)}, monotone maps of [0, 1]
-    applied to a numeric column's generated values) so that each non-nullable numeric column's
-    distribution moves to its Fourier-marginal release where that differs from the generated
-    one beyond the noise; returns the names of the mapped columns.
+    applied to a numeric column's generated values) so that each numeric column's distribution
+    (of its present values, where it is nullable) moves to its Fourier-marginal release where
+    that differs from the generated one beyond the noise; returns the names of the mapped
+    columns.
 
     On [0, 1] a distribution's CDF is F(x) = x + 2 sum_k E[cos(pi k V)] sin(pi k x) / (pi k), and
-    the release holds sqrt(a_k) E[cos(pi k V)] per frequency (``FourierSeries``). The generated
-    rows' own coefficients are exact, so F_target = F_generated + 2 sum_k d_k sin(pi k x) / (pi k),
-    with d_k the coefficient gap soft-thresholded at ``threshold`` noise stds over sqrt(a_k)
-    (at 3 stds, noise passes in 0.3% of the frequencies: divided by the small sqrt(a_k) of high
-    frequencies, more of it would ripple the CDF) and Lanczos factors (a truncated series of a
-    spike, such as a money column's zeros, overshoots otherwise); the map is the quantile map
-    F_target^-1(F_generated(v)), which keeps every row's rank."""
+    the release holds sqrt(a_k) E[cos(pi k V)] per frequency (``FourierSeries``); a nullable
+    column's holds sqrt(a_k) E[(1 - Z) cos(pi k V)] / sqrt(2), i.e. its present values' mean
+    scaled by P(present) / sqrt(2), with P(present) taken from the generated rows (the map only
+    moves values; the null share is the generator's and the categorical calibration's). The
+    generated rows' own coefficients are exact, so F_target = F_generated + 2 sum_k d_k
+    sin(pi k x) / (pi k), with d_k the coefficient gap soft-thresholded at ``threshold`` noise
+    stds, over that scale (at 3 stds, noise passes in 0.3% of the frequencies: divided by the
+    small sqrt(a_k) of high frequencies, more of it would ripple the CDF) and Lanczos factors (a
+    truncated series of a spike, such as a money column's zeros, overshoots otherwise); the map
+    is the quantile map F_target^-1(F_generated(v)), which keeps every row's rank."""
     generator.value_maps = {}
     sources = [o for o in objectives if isinstance(o.feature_map, FourierMarginalMap)
                and isinstance(o.target, torch.Tensor) and o.noise_std is not None]
@@ -477,19 +483,37 @@ def calibrate_values(generator, objectives, class_weights, rng, rows=ROWS[1], th
         start = 0
         for block in fmap.blocks:
             width = series.width(block)
-            if not block.nullable:
-                values = drawn[:, block.columns[0]].astype(np.float64)
-                features = np.cos(np.pi * np.outer(values, k)) * amp
-                generated = features.mean(0)
-                sd = np.sqrt(noise ** 2 + features.var(0) / len(values))
-                gap = released[start:start + len(k)] - generated
-                move = np.sign(gap) * np.clip(np.abs(gap) - threshold * sd, 0, None)
-                if np.any(move != 0):
-                    have = np.searchsorted(np.sort(values), grid, side='right') / len(values)
-                    want = np.maximum.accumulate(np.clip(have + 2 * (move / amp) @ sines, 0, 1))
-                    want = want + grid * 1e-9  # strictly increasing for the inverse
-                    maps[block.columns[0]] = (grid, np.interp(have, want, grid))
-                    names.append(block.name)
+            mapped = _value_map(drawn, block, released[start:start + width], noise, k, amp,
+                                sines, grid, threshold)
+            if mapped is not None:
+                maps[block.columns[0]] = (grid, mapped)
+                names.append(block.name)
             start += width
     generator.value_maps = maps
     return names
+
+
+def _value_map(drawn, block, released, noise, k, amp, sines, grid, threshold):
+    """The quantile map of one numeric block's generated values to its release (the block's
+    slice ``released``), or None where no gap passes the threshold."""
+    values = drawn[:, block.columns[0]].astype(np.float64)
+    scale, present, share = amp, np.ones(len(values), dtype=bool), 1.0
+    if block.nullable:  # features [(1 - z) psi(v), z, 1 - z] / sqrt(2); z is drawn 0 / 1
+        scale = amp / math.sqrt(2)
+        present = drawn[:, block.columns[1]] < 0.5
+        if not present.any():
+            return None
+        # the release's present share, from its z and 1 - z coordinates (the null share is
+        # the generator's to match; the map compares present values at the release's share)
+        nulls, kept = released[2 * len(k):2 * len(k) + 2] * math.sqrt(2)
+        share = float(np.clip((1.0 + kept - nulls) / 2, 0.01, 1.0))
+    features = np.cos(np.pi * np.outer(values[present], k)) * scale * share
+    sd = np.sqrt(noise ** 2 + features.var(0) / present.sum())
+    gap = released[:len(k)] - features.mean(0)
+    move = np.sign(gap) * np.clip(np.abs(gap) - threshold * sd, 0, None)
+    if not np.any(move != 0):
+        return None
+    have = np.searchsorted(np.sort(values[present]), grid, side='right') / present.sum()
+    want = np.maximum.accumulate(np.clip(have + 2 * (move / (scale * share)) @ sines, 0, 1))
+    want = want + grid * 1e-9  # strictly increasing for the inverse
+    return np.interp(have, want, grid)
