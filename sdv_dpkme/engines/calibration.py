@@ -450,8 +450,9 @@ def calibrate_values(generator, objectives, class_weights, rng, rows=ROWS[1], th
     On [0, 1] a distribution's CDF is F(x) = x + 2 sum_k E[cos(pi k V)] sin(pi k x) / (pi k), and
     the release holds sqrt(a_k) E[cos(pi k V)] per frequency (``FourierSeries``); a nullable
     column's holds sqrt(a_k) E[(1 - Z) cos(pi k V)] / sqrt(2), i.e. its present values' mean
-    scaled by P(present) / sqrt(2), with P(present) taken from the generated rows (the map only
-    moves values; the null share is the generator's and the categorical calibration's). The
+    scaled by P(present) / sqrt(2), with P(present) read from the release's missingness
+    coordinates: the generated present values are compared at that share (the map only moves
+    values; which rows are missing stays the generator's). The
     generated rows' own coefficients are exact, so F_target = F_generated + 2 sum_k d_k
     sin(pi k x) / (pi k), with d_k the coefficient gap soft-thresholded at ``threshold`` noise
     stds, over that scale (at 3 stds, noise passes in 0.3% of the frequencies: divided by the
