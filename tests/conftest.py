@@ -54,11 +54,13 @@ SYNTHESIZERS = {
         # the undeclared integer-ness of income, lo, mid and hi (tests/domain/test_integer_vote.py)
         # 'planned': the default noise-aware plan (FAST fixes plan='fixed' so that every release
         # group is tested); on the 80-row attack table it narrows or drops the noise-dominated releases
+        # and, with its 2-class target, adds the pooled 'one_way' (tests/engines/test_one_way_fallback.py)
         modes={'default': {}, 'reweighted': {'reweight_generated_rows': 40},
                'integer_vote': {'epsilon': 50.0},
                'unselected': {'selected_pairs': 0},
                'planned': {'plan': 'auto'},
-               # the pooled release ('auto' is off with the attack table's 2-class target)
+               # the pooled release ('auto' is off with the attack table's 2-class target under
+               # FAST's plan='fixed')
                'one_way': {'one_way': True}}, steps=15,
         short={'steps': 3}, long={'steps': 40}, kme=True,
     ),

@@ -11,12 +11,14 @@ the real rows are ('edge_columns').
     python -m benchmarks.studies.small_marginals --n 215 500 --epsilons 1 0.3 --seeds 5 \
         --label after --out /tmp/small_marginals.csv
 
-``--label`` names the arm in the CSV; the environment variable ``NOISE_WEIGHTED=0`` turns the
+``--label`` names the arm in the CSV; ``--kwargs`` is a JSON of flat DP-HP settings for the arm
+(``harness.make``: constructor arguments and kernel / training fields by name); the environment variable ``NOISE_WEIGHTED=0`` turns the
 objectives' noise weighting off in this study's process (every factor 1, as before it existed;
 ``engines.generator_training.objective_noise_weights``), where the code has it.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -51,7 +53,7 @@ def edge_columns(real, synthetic, bounds):
     return out
 
 
-def run_one(n, epsilon, seed, label):
+def run_one(n, epsilon, seed, label, kwargs=None):
     from sdmetrics.reports.single_table import QualityReport
 
     from sdv_dpkme import DPHPSynthesizer
@@ -68,7 +70,7 @@ def run_one(n, epsilon, seed, label):
     test = data.drop(index=train.index).reset_index(drop=True)
     train = train.reset_index(drop=True)
     synth = harness.make(DPHPSynthesizer, metadata, epsilon, random_state=seed, verbose=False,
-                         domain=domain, target_column='income')
+                         domain=domain, target_column='income', **(kwargs or {}))
     with warnings.catch_warnings(), harness.fixed_noise(seed):
         warnings.simplefilter('ignore')
         start = time.perf_counter()
@@ -99,12 +101,13 @@ def main(argv=None):
     parser.add_argument('--first-seed', type=int, default=0)
     parser.add_argument('--label', default='after')
     parser.add_argument('--out', default='/tmp/small_marginals.csv')
+    parser.add_argument('--kwargs', default='{}', help='JSON of flat DP-HP settings')
     args = parser.parse_args(argv)
     rows = []
     for n in args.n:
         for epsilon in args.epsilons:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                rows.append(run_one(n, epsilon, seed, args.label))
+                rows.append(run_one(n, epsilon, seed, args.label, json.loads(args.kwargs)))
                 frame = pd.DataFrame(rows)
                 if os.path.exists(args.out) and len(rows) == 1:
                     frame = pd.concat([pd.read_csv(args.out), frame])

@@ -83,9 +83,14 @@ def shared_terms(blocks, marginal_length_scale, marginal_weight, pair_length_sca
                                      layout.pairs)
             terms.append(KernelTerm('pairs', 'Pairs', fmap, weight=pair_weight))
     if one_way_length_scale and blocks:
-        terms.append(KernelTerm('one_way', 'One-way', OneWayMap(blocks, one_way_length_scale),
-                                weight=one_way_weight, pooled=True))
+        terms.append(one_way_term(blocks, one_way_length_scale, one_way_weight))
     return terms
+
+
+def one_way_term(blocks, length_scale, weight=1.0):
+    """The 'one_way' term: every column's own kernel, released once pooled over the classes."""
+    return KernelTerm('one_way', 'One-way', OneWayMap(blocks, length_scale), weight=weight,
+                      pooled=True)
 
 
 _ADVICE = (" Each column's own distribution is still matched; only how the columns or pairs left "

@@ -117,12 +117,47 @@ def _reschedule(kept, steps):
                     period=1, phase=0) for r, t in enumerate(kept)]
 
 
+#: a pooled term offered as a fallback (``choose_releases``) is released where the
+#: class-conditional 'marginals', planned without it, expect noise above this x their bound
+POOLED_FALLBACK_RATIO = 1.0
+
+
 def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_ratio=None,
-                    selection=None, steps=1):
+                    selection=None, steps=1, pooled_fallback=()):
     """(kept terms, whether 'selected_pairs' is released, plan, sigmas, [PlanEntry]).
 
     ``calibrate``: the accountant's ``calibrate`` (pure: it records nothing). ``max_ratio``
-    None keeps every term (the fixed plan) and only reports the numbers."""
+    None keeps every term (the fixed plan) and only reports the numbers.
+    ``pooled_fallback``: pooled terms (a two-class fit's 'one_way') planned in only where the
+    class-conditional 'marginals', in the plan without them, expect noise above
+    ``POOLED_FALLBACK_RATIO`` x their signal bound (narrowed or dropped ones included): there a
+    release pooled over the classes, with about sqrt(C) less noise per column, is worth its
+    share; where 'marginals' carry signal it is not (benchmarks/results/one_way.md)."""
+    chosen = _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selection,
+                     steps)
+    if not pooled_fallback or max_ratio is None:
+        return chosen
+    marginals = next((e for e in chosen[4] if e.group == 'marginals'), None)
+    if marginals is None or (marginals.decision == 'kept'
+                             and marginals.ratio <= POOLED_FALLBACK_RATIO):
+        return chosen
+    if marginals.decision == 'kept':
+        why = (f'expected noise norm {marginals.ratio:.3g} x their signal bound (above '
+               f'{POOLED_FALLBACK_RATIO:g})')
+    else:
+        why = (f'were {marginals.decision}: their expected noise norm was above '
+               f'max_noise_ratio={max_ratio:g} x their signal bound')
+    chosen = _choose(list(terms) + list(pooled_fallback), shares, has_target, n, n_classes,
+                     calibrate, max_ratio, selection, steps)
+    groups = {t.group for t in pooled_fallback}
+    for entry in chosen[4]:
+        if entry.group in groups:
+            entry.reason = (f"released (pooled over the classes) because the class-conditional "
+                            f"'marginals', planned without it, {why}; " + entry.reason)
+    return chosen
+
+
+def _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selection, steps):
     planned = {}
     for term in terms:
         planned[term.group] = planned.get(term.group, 0) + 1

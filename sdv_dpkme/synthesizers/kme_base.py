@@ -13,7 +13,7 @@ from sdv_dpkme.engines import kme
 from sdv_dpkme.engines.calibration import generated_rows
 from sdv_dpkme.engines.errors import CollapsedGeneratorWarning
 from sdv_dpkme.engines.generator import linked_blocks, resolve_device
-from sdv_dpkme.engines.kernel_terms import shared_terms
+from sdv_dpkme.engines.kernel_terms import one_way_term, shared_terms
 from sdv_dpkme.synthesizers.base import BaseDPSynthesizer
 
 
@@ -68,12 +68,26 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         """The numeric length of the 'one_way' release, None when it is off: 'auto' releases it
         with a target of >= 3 public categories: its gain, about sqrt(C) less noise on each
         column's marginal, is smallest at C = 2 while its budget share is the same (without a
-        target, every release is pooled already)."""
+        target, every release is pooled already). A two-class target: ``_one_way_fallback``."""
         one_way = self.kernel.one_way
         if one_way == 'auto':
-            domain = self._domains.get(self.target_column) if self.target_column else None
-            one_way = len(getattr(domain, 'categories', ()) or ()) >= 3
+            one_way = self._target_categories() >= 3
         return (self.kernel.marginal_length_scale or 0.01) if one_way else None
+
+    def _one_way_fallback(self, blocks):
+        """'auto' with a target of 2 public categories under the noise-aware plan: the 'one_way'
+        term, for the plan to release where the class-conditional marginals are noise-dominated
+        (there sqrt(2) less noise per column pays for its share); else none."""
+        if self.kernel.one_way != 'auto' or self._max_noise_ratio() is None or not blocks \
+                or self._target_categories() != 2:
+            return []
+        return [one_way_term(blocks, self.kernel.marginal_length_scale or 0.01,
+                             self.training.marginal_weight)]
+
+    def _target_categories(self):
+        """The number of public categories of the target (0 without a declared list)."""
+        domain = self._domains.get(self.target_column) if self.target_column else None
+        return len(getattr(domain, 'categories', ()) or ())
 
     def _steps(self, n, blocks=()):
         training = self.training
@@ -155,7 +169,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         terms, selection = self._planned_terms(blocks, len(x), rng)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
                         self._training(len(x), blocks), rng, self.verbose, selection,
-                        self._max_noise_ratio())
+                        self._max_noise_ratio(), self._one_way_fallback(blocks))
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
         # the pairs' layout notes, unless the release plan dropped the term altogether

@@ -1,0 +1,75 @@
+"""Issue 42: with a two-class target, one_way='auto' offers the pooled 'one_way' term to the
+noise-aware plan, which releases it only where the class-conditional 'marginals' are
+noise-dominated, from public facts only, and says why in the plan."""
+
+import math
+import warnings
+
+import pytest
+
+from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+from sdv_dpkme.engines.kernel_terms import one_way_term
+from sdv_dpkme.engines.kme import PairSelection
+from sdv_dpkme.engines.noise_plan import POOLED_FALLBACK_RATIO, choose_releases
+from sdv_dpkme.privacy import PrivacyAccountant
+from tests.conftest import make_table
+from tests.engines.test_noise_plan import BLOCKS, SHARES, STEPS, _key, _precision, _terms
+from tests.synthesizers.test_contract import build
+
+
+def _plan(n, fallback=True, max_ratio=5.0):
+    accountant = PrivacyAccountant(1.0, 1e-5)
+    extra = [one_way_term(BLOCKS, 0.01)] if fallback else []
+    kept, selects, plan, sigmas, entries = choose_releases(
+        _terms(), {**SHARES, 'one_way': 0.4}, True, n, 2, accountant.calibrate, max_ratio,
+        PairSelection(None, 1.0, True), STEPS, extra)
+    return accountant, kept, plan, sigmas, {e.group: e for e in entries}
+
+
+def test_noise_dominated_marginals_bring_the_pooled_release_in_with_the_reason():
+    accountant, kept, plan, sigmas, entries = _plan(100)
+    without = _plan(100, fallback=False)[-1]['marginals']
+    assert without.decision != 'kept' or without.ratio > POOLED_FALLBACK_RATIO
+    assert 'one_way' in {t.group for t in kept} and 'one_way' in plan
+    entry = entries['one_way']
+    assert entry.releases == 1 and "class-conditional 'marginals'" in entry.reason
+    assert next(t for t in kept if t.group == 'one_way').pooled
+    # the spend is the budget's, with the pooled release's share taken from the others
+    assert math.isclose(_precision(plan, sigmas), accountant.total_precision(), rel_tol=1e-9)
+
+
+def test_marginals_that_carry_signal_leave_the_plan_as_it_was():
+    n = 200_000
+    assert _plan(n, fallback=False)[-1]['marginals'].ratio <= POOLED_FALLBACK_RATIO
+    _, kept, plan, sigmas, entries = _plan(n)
+    _, kept0, plan0, sigmas0, entries0 = _plan(n, fallback=False)
+    assert 'one_way' not in entries and 'one_way' not in plan
+    assert _key(kept) == _key(kept0) and plan == plan0 and sigmas == sigmas0
+
+
+def test_the_fixed_plan_never_adds_it():
+    _, kept, plan, _, entries = _plan(100, max_ratio=None)
+    assert 'one_way' not in plan and 'one_way' not in {t.group for t in kept}
+
+
+@pytest.mark.parametrize('cls', [DPHPSynthesizer, DPMERFSynthesizer])
+def test_a_small_two_class_fit_releases_one_way_under_auto_only(cls):
+    table = make_table(60)
+    assert table['label'].nunique() == 2
+
+    def groups(**kwargs):
+        synth = build(cls, target_column='label', **{'plan': 'auto', **kwargs})
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            synth.fit({'t': table})
+        report = synth.get_privacy_report()
+        return synth, [r.name for r in report.releases], {p['group']: p for p in report.plan}
+
+    synth, releases, plan = groups()
+    assert synth.kernel.one_way == 'auto'
+    assert releases.count('one_way') == 1
+    assert "class-conditional 'marginals'" in plan['one_way']['reason']
+    assert 'One-way loss' in synth.get_loss_values().columns
+    assert len(synth.sample(10)['t']) == 10
+    assert 'one_way' not in groups(one_way=False)[1]
+    assert 'one_way' not in groups(plan='fixed')[1]
