@@ -117,8 +117,8 @@ def _reschedule(kept, steps):
                     period=1, phase=0) for r, t in enumerate(kept)]
 
 
-#: a pooled term offered as a fallback (``choose_releases``) is released where the
-#: class-conditional 'marginals', planned without it, expect noise above this x their bound
+#: a pooled term offered as a fallback (``choose_releases``) replaces the class-conditional
+#: 'marginals' where these, planned without it, expect noise above this x their signal bound
 POOLED_FALLBACK_RATIO = 1.0
 
 
@@ -128,16 +128,18 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
 
     ``calibrate``: the accountant's ``calibrate`` (pure: it records nothing). ``max_ratio``
     None keeps every term (the fixed plan) and only reports the numbers.
-    ``pooled_fallback``: pooled terms (a two-class fit's 'one_way') planned in only where the
-    class-conditional 'marginals', in the plan without them, expect noise above
-    ``POOLED_FALLBACK_RATIO`` x their signal bound (narrowed or dropped ones included): there a
-    release pooled over the classes, with about sqrt(C) less noise per column, is worth its
-    share; where 'marginals' carry signal it is not (benchmarks/results/one_way.md)."""
+    ``pooled_fallback``: pooled terms (a two-class fit's 'one_way') that replace the
+    class-conditional 'marginals' where these, in the plan without the fallback, expect noise
+    above ``POOLED_FALLBACK_RATIO`` x their signal bound (narrowed or dropped ones included):
+    there one release of the column marginals pooled over the classes, with about sqrt(C) less
+    noise per column, carries the shapes better than C noisy class-conditional ones; where
+    'marginals' carry signal the plan is left as it was (benchmarks/results/one_way.md)."""
     chosen = _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selection,
                      steps)
     if not pooled_fallback or max_ratio is None:
         return chosen
-    marginals = next((e for e in chosen[4] if e.group == 'marginals'), None)
+    at, marginals = next(((i, e) for i, e in enumerate(chosen[4]) if e.group == 'marginals'),
+                         (None, None))
     if marginals is None or (marginals.decision == 'kept'
                              and marginals.ratio <= POOLED_FALLBACK_RATIO):
         return chosen
@@ -145,16 +147,40 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
         why = (f'expected noise norm {marginals.ratio:.3g} x their signal bound (above '
                f'{POOLED_FALLBACK_RATIO:g})')
     else:
-        why = (f'were {marginals.decision}: their expected noise norm was above '
-               f'max_noise_ratio={max_ratio:g} x their signal bound')
-    chosen = _choose(list(terms) + list(pooled_fallback), shares, has_target, n, n_classes,
-                     calibrate, max_ratio, selection, steps)
+        why = (f'expected noise norm above max_noise_ratio={max_ratio:g} x their signal bound '
+               f'(they were {marginals.decision})')
+    kept = [t for t in terms if t.group != 'marginals'] + _no_finer(
+        pooled_fallback, chosen[0], marginals.decision)
+    chosen = _choose(kept, shares, has_target, n, n_classes, calibrate, max_ratio, selection,
+                     steps)
     groups = {t.group for t in pooled_fallback}
     for entry in chosen[4]:
         if entry.group in groups:
-            entry.reason = (f"released (pooled over the classes) because the class-conditional "
-                            f"'marginals', planned without it, {why}; " + entry.reason)
+            entry.reason = (f"released (pooled over the classes) instead of the class-"
+                            f"conditional 'marginals', which in the plan without it had {why}; "
+                            + entry.reason)
+    marginals = replace(marginals, decision='dropped', releases=0, reason=(
+        f"in the plan without {', '.join(sorted(groups))} they had {why}: replaced by that "
+        'pooled release (about sqrt(classes) less noise per column), their budget share going '
+        'to the kept terms'))
+    chosen[4].insert(at, marginals)  # where it stood in the plan without the fallback
     return chosen
+
+
+def _no_finer(pooled, kept, decision):
+    """The pooled Fourier-series terms at no finer a length than the plan without them gave
+    'marginals' (the coarsest length where it was dropped): a pooled release in its place at
+    the full length would spread about as much noise over every frequency as the narrowing
+    took out of the marginals (an 80-row fit then parked a column at a box edge)."""
+    narrowed = next((t.feature_map for t in kept if t.group == 'marginals'), None)
+    length = MAX_MARGINAL_LENGTH if decision == 'dropped' else narrowed.length_scale
+    out = []
+    for term in pooled:
+        series = _fourier_part(term.feature_map)
+        if term.group in FOURIER_GROUPS and series is not None and series.length_scale < length:
+            term = replace(term, feature_map=_with_length(term.feature_map, length))
+        out.append(term)
+    return out
 
 
 def _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selection, steps):

@@ -76,8 +76,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
 
     def _one_way_fallback(self, blocks):
         """'auto' with a target of 2 public categories under the noise-aware plan: the 'one_way'
-        term, for the plan to release where the class-conditional marginals are noise-dominated
-        (there sqrt(2) less noise per column pays for its share); else none."""
+        term, which the plan releases instead of the class-conditional 'marginals' where these
+        are noise-dominated (there sqrt(2) less noise per column pays for its share); else
+        none."""
         if self.kernel.one_way != 'auto' or self._max_noise_ratio() is None or not blocks \
                 or self._target_categories() != 2:
             return []

@@ -79,9 +79,9 @@ class _KMEKernel:
             ``marginal_weight``), and calibration reads its tables. 'auto': with a
             target_column of >= 3 public categories; with 2, only where the noise-aware plan
             finds the class-conditional 'marginals' noise-dominated (expected noise above
-            their signal bound: small n or epsilon), since elsewhere the gain, sqrt(2), did
-            not pay for its budget share on Adult (benchmarks/results/one_way.md); True,
-            False: on, off.
+            their signal bound: small n or epsilon), and then instead of them; elsewhere the
+            gain, sqrt(2), did not pay for its budget share on Adult
+            (benchmarks/results/one_way.md). True, False: on (beside 'marginals'), off.
             Its default
             ``budget_shares`` entry is 0.4 (MST, for one, spends a third of its budget on
             one-way marginals).

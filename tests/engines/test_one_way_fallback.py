@@ -1,6 +1,6 @@
 """Issue 42: with a two-class target, one_way='auto' offers the pooled 'one_way' term to the
-noise-aware plan, which releases it only where the class-conditional 'marginals' are
-noise-dominated, from public facts only, and says why in the plan."""
+noise-aware plan, which releases it in place of the class-conditional 'marginals' only where
+these are noise-dominated, from public facts only, and says why in the plan."""
 
 import math
 import warnings
@@ -26,14 +26,26 @@ def _plan(n, fallback=True, max_ratio=5.0):
     return accountant, kept, plan, sigmas, {e.group: e for e in entries}
 
 
-def test_noise_dominated_marginals_bring_the_pooled_release_in_with_the_reason():
-    accountant, kept, plan, sigmas, entries = _plan(100)
-    without = _plan(100, fallback=False)[-1]['marginals']
+@pytest.mark.parametrize('n', [100, 400])  # narrowed; kept at ratio 1.8
+def test_noise_dominated_marginals_are_replaced_by_the_pooled_release_with_the_reason(n):
+    accountant, kept, plan, sigmas, entries = _plan(n)
+    without = _plan(n, fallback=False)[-1]['marginals']
     assert without.decision != 'kept' or without.ratio > POOLED_FALLBACK_RATIO
-    assert 'one_way' in {t.group for t in kept} and 'one_way' in plan
+    groups = [t.group for t in kept]
+    assert 'one_way' in groups and 'one_way' in plan
+    assert 'marginals' not in groups and 'marginals' not in plan
     entry = entries['one_way']
-    assert entry.releases == 1 and "class-conditional 'marginals'" in entry.reason
+    assert entry.releases == 1 and "instead of the class-conditional 'marginals'" in entry.reason
     assert next(t for t in kept if t.group == 'one_way').pooled
+    gone = entries['marginals']
+    assert gone.decision == 'dropped' and gone.releases == 0 and 'one_way' in gone.reason
+    assert list(entries).index('marginals') < list(entries).index('pairs')  # where it stood
+    # no finer than the plan without it left the marginals (at full length an 80-row fit
+    # parked a column at a box edge: tests/engines/test_edge_collapse.py)
+    _, kept0, *_ = _plan(n, fallback=False)
+    marginal = next(t.feature_map for t in kept0 if t.group == 'marginals')
+    pooled = next(t.feature_map for t in kept if t.group == 'one_way')
+    assert pooled.length_scale >= marginal.length_scale
     # the spend is the budget's, with the pooled release's share taken from the others
     assert math.isclose(_precision(plan, sigmas), accountant.total_precision(), rel_tol=1e-9)
 
@@ -67,9 +79,14 @@ def test_a_small_two_class_fit_releases_one_way_under_auto_only(cls):
 
     synth, releases, plan = groups()
     assert synth.kernel.one_way == 'auto'
-    assert releases.count('one_way') == 1
+    assert releases.count('one_way') == 1 and 'marginals' not in releases
     assert "class-conditional 'marginals'" in plan['one_way']['reason']
+    assert plan['marginals']['decision'] == 'dropped' and plan['marginals']['releases'] == 0
     assert 'One-way loss' in synth.get_loss_values().columns
     assert len(synth.sample(10)['t']) == 10
-    assert 'one_way' not in groups(one_way=False)[1]
-    assert 'one_way' not in groups(plan='fixed')[1]
+    for kwargs in ({'one_way': False}, {'plan': 'fixed'}):
+        releases = groups(**kwargs)[1]
+        assert 'one_way' not in releases and 'marginals' in releases
+    # on: both, as the option says
+    releases = groups(one_way=True)[1]
+    assert 'one_way' in releases and 'marginals' in releases
