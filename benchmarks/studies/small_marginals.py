@@ -11,7 +11,8 @@ the real rows are ('edge_columns').
     python -m benchmarks.studies.small_marginals --n 215 500 --epsilons 1 0.3 --seeds 5 \
         --label after --out /tmp/small_marginals.csv
 
-``--label`` names the arm in the CSV; ``--kwargs`` is a JSON of flat DP-HP settings for the arm
+``--label`` names the arm in the CSV; ``--target`` another target (a multi-class one: TSTR
+weighted F1 in the ``tstr_roc`` column); ``--kwargs`` is a JSON of flat DP-HP settings for the arm
 (``harness.make``: constructor arguments and kernel / training fields by name); the environment variable ``NOISE_WEIGHTED=0`` turns the
 objectives' noise weighting off in this study's process (every factor 1, as before it existed;
 ``engines.generator_training.objective_noise_weights``), where the code has it.
@@ -53,7 +54,7 @@ def edge_columns(real, synthetic, bounds):
     return out
 
 
-def run_one(n, epsilon, seed, label, kwargs=None):
+def run_one(n, epsilon, seed, label, kwargs=None, target='income'):
     from sdmetrics.reports.single_table import QualityReport
 
     from sdv_dpkme import DPHPSynthesizer
@@ -70,7 +71,7 @@ def run_one(n, epsilon, seed, label, kwargs=None):
     test = data.drop(index=train.index).reset_index(drop=True)
     train = train.reset_index(drop=True)
     synth = harness.make(DPHPSynthesizer, metadata, epsilon, random_state=seed, verbose=False,
-                         domain=domain, target_column='income', **(kwargs or {}))
+                         domain=domain, target_column=target, **(kwargs or {}))
     with warnings.catch_warnings(), harness.fixed_noise(seed):
         warnings.simplefilter('ignore')
         start = time.perf_counter()
@@ -79,14 +80,15 @@ def run_one(n, epsilon, seed, label, kwargs=None):
         out = synth.sample(len(train))['adult']
         report = QualityReport()
         report.generate(test, out, metadata.to_dict()['tables']['adult'], verbose=False)
-        utility = evaluate(test, out, metadata, target_column='income', alphas=(),
+        utility = evaluate(test, out, metadata, target_column=target, alphas=(),
                            categories=domain['known_categories'],
                            bounds=domain['known_min_max_values'])
     props = report.get_properties().set_index('Property')['Score']
     plan = synth.get_privacy_report().plan
     row = dict(label=label, n=n, epsilon=epsilon, seed=seed, fit_s=round(fit_s, 2),
                quality=report.get_score(), shapes=props['Column Shapes'],
-               pairs=props['Column Pair Trends'], tstr_roc=float(utility['tstr_roc_auc']),
+               pairs=props['Column Pair Trends'],
+               tstr_roc=float(utility.get('tstr_roc_auc', utility.get('tstr_f1', float('nan')))),
                edge_columns=' '.join(edge_columns(train, out, domain['known_min_max_values'])),
                plan=' '.join(f"{p['group']}:{p['decision']}" for p in plan))
     print(row, flush=True)
@@ -102,12 +104,15 @@ def main(argv=None):
     parser.add_argument('--label', default='after')
     parser.add_argument('--out', default='/tmp/small_marginals.csv')
     parser.add_argument('--kwargs', default='{}', help='JSON of flat DP-HP settings')
+    parser.add_argument('--target', default='income',
+                        help='target_column (a categorical column of the bundled domain)')
     args = parser.parse_args(argv)
     rows = []
     for n in args.n:
         for epsilon in args.epsilons:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                rows.append(run_one(n, epsilon, seed, args.label, json.loads(args.kwargs)))
+                rows.append(run_one(n, epsilon, seed, args.label, json.loads(args.kwargs),
+                                    args.target))
                 frame = pd.DataFrame(rows)
                 if os.path.exists(args.out) and len(rows) == 1:
                     frame = pd.concat([pd.read_csv(args.out), frame])

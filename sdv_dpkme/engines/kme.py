@@ -65,7 +65,7 @@ __all__ = ['KMEModel', 'KernelTerm', 'LINK_NOISE_LIMIT', 'MIN_SIGNAL_RATIO', 'Pa
 
 
 def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng, verbose,
-        selection=None, max_noise_ratio=None, pooled_fallback=()):
+        selection=None, max_noise_ratio=None, pooled_fallback=(), keep_fallback=False):
     """Steps 1-6 of the algorithm box; returns the fitted ``KMEModel`` (its ``release_plan``:
     the plan's ``noise_plan.PlanEntry``s).
 
@@ -73,14 +73,15 @@ def fit(x, labels, blocks, target, columns, ledger, terms, shares, training, rng
     ``accumulate`` does the one pass (``labels`` None then; see ``engines.accumulate``).
     ``selection``: a ``PairSelection``, used when there are >= 2 categorical columns in the
     'pairs' term. ``max_noise_ratio``: None keeps every term (the fixed plan).
-    ``pooled_fallback``: pooled terms the plan adds only where the class-conditional marginals
-    are noise-dominated (``noise_plan.choose_releases``).
+    ``pooled_fallback``, ``keep_fallback``: pooled terms the plan releases in place of the
+    class-conditional marginals where these are noise-dominated, and else beside them only
+    with ``keep_fallback`` (``noise_plan.choose_releases``).
     """
     n_classes = 1 if target is None else target.width
     # 1. the plan, from public facts only; a warning before any spend if it carries little signal
     terms, selects, _, sigmas, entries = choose_releases(
         terms, shares, target is not None, len(x), n_classes, ledger.accountant.calibrate,
-        max_noise_ratio, selection, training.steps, pooled_fallback)
+        max_noise_ratio, selection, training.steps, pooled_fallback, keep_fallback)
     warn_if_weak(entries, len(x), ledger.accountant.epsilon)
     # 2-4. one pass, then the releases
     stats = one_pass(as_rows(x, labels), n_classes, terms, verbose)

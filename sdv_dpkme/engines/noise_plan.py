@@ -123,7 +123,7 @@ POOLED_FALLBACK_RATIO = 1.0
 
 
 def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_ratio=None,
-                    selection=None, steps=1, pooled_fallback=()):
+                    selection=None, steps=1, pooled_fallback=(), keep_fallback=False):
     """(kept terms, whether 'selected_pairs' is released, plan, sigmas, [PlanEntry]).
 
     ``calibrate``: the accountant's ``calibrate`` (pure: it records nothing). ``max_ratio``
@@ -133,16 +133,19 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
     above ``POOLED_FALLBACK_RATIO`` x their signal bound (narrowed or dropped ones included):
     there one release of the column marginals pooled over the classes, with about sqrt(C) less
     noise per column, carries the shapes better than C noisy class-conditional ones; where
-    'marginals' carry signal the plan is left as it was (benchmarks/results/one_way.md)."""
+    'marginals' carry signal (or there are none) they are planned beside them with
+    ``keep_fallback`` (a target of >= 3 classes), else not at all (benchmarks/results/one_way.md)."""
     chosen = _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selection,
                      steps)
     if not pooled_fallback or max_ratio is None:
         return chosen
+    beside = (list(terms) + list(pooled_fallback), shares, has_target, n, n_classes, calibrate,
+              max_ratio, selection, steps)
     at, marginals = next(((i, e) for i, e in enumerate(chosen[4]) if e.group == 'marginals'),
                          (None, None))
     if marginals is None or (marginals.decision == 'kept'
                              and marginals.ratio <= POOLED_FALLBACK_RATIO):
-        return chosen
+        return _choose(*beside) if keep_fallback else chosen
     if marginals.decision == 'kept':
         why = (f'expected noise norm {marginals.ratio:.3g} x their signal bound (above '
                f'{POOLED_FALLBACK_RATIO:g})')

@@ -54,36 +54,42 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
     def _shares(self):
         return {**self._default_budget_shares(), **(self.kernel.budget_shares or {})}
 
-    def _shared_terms(self, blocks, rng=None):
+    def _shared_terms(self, blocks, rng=None, planned=False):
         """The shared terms; the notes on the pairs' layout are kept for the privacy report
-        (``_pair_notes``). ``rng``: the model RNG (a cyclic pair design's column order)."""
+        (``_pair_notes``). ``rng``: the model RNG (a cyclic pair design's column order).
+        ``planned``: leave out a 'one_way' term that the plan places (``_one_way_fallback``)."""
         kernel, training = self.kernel, self.training
         self._pair_notes = []  # public: widths and the model RNG only
+        one_way = None if planned and self._one_way_fallback(blocks)[0] else \
+            self._one_way_length()
         return shared_terms(blocks, kernel.marginal_length_scale, training.marginal_weight,
                             kernel.pair_length_scale, training.pair_weight,
                             kernel.max_pair_features, kernel.max_pair_width, rng,
-                            self._pair_notes, self._one_way_length(), training.marginal_weight)
+                            self._pair_notes, one_way, training.marginal_weight)
 
     def _one_way_length(self):
         """The numeric length of the 'one_way' release, None when it is off: 'auto' releases it
         with a target of >= 3 public categories: its gain, about sqrt(C) less noise on each
         column's marginal, is smallest at C = 2 while its budget share is the same (without a
-        target, every release is pooled already). A two-class target: ``_one_way_fallback``."""
+        target, every release is pooled already). Under the noise-aware plan it is placed by
+        the plan instead (``_one_way_fallback``)."""
         one_way = self.kernel.one_way
         if one_way == 'auto':
             one_way = self._target_categories() >= 3
         return (self.kernel.marginal_length_scale or 0.01) if one_way else None
 
     def _one_way_fallback(self, blocks):
-        """'auto' with a target of 2 public categories under the noise-aware plan: the 'one_way'
-        term, which the plan releases instead of the class-conditional 'marginals' where these
-        are noise-dominated (there sqrt(2) less noise per column pays for its share); else
-        none."""
+        """(terms, keep) for the plan: 'auto' with a target of >= 2 public categories under the
+        noise-aware plan gives the 'one_way' term, which the plan releases instead of the
+        class-conditional 'marginals' where these are noise-dominated (there about sqrt(C) less
+        noise per column pays for its share), and else beside them with >= 3 categories
+        (``keep``) or not at all with 2; otherwise ([], False)."""
+        categories = self._target_categories()
         if self.kernel.one_way != 'auto' or self._max_noise_ratio() is None or not blocks \
-                or self._target_categories() != 2:
-            return []
+                or categories < 2:
+            return [], False
         return [one_way_term(blocks, self.kernel.marginal_length_scale or 0.01,
-                             self.training.marginal_weight)]
+                             self.training.marginal_weight)], categories >= 3
 
     def _target_categories(self):
         """The number of public categories of the target (0 without a declared list)."""
@@ -154,7 +160,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         """(terms, pair selection) the options ask for, before the release plan: public
         layout and n only."""
         terms = (self._kernel_terms(blocks, rng, self._steps(n, blocks))
-                 + self._shared_terms(blocks, rng))
+                 + self._shared_terms(blocks, rng, planned=True))
         selection = None
         kernel = self.kernel
         if kernel.selected_pairs:
@@ -170,7 +176,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         terms, selection = self._planned_terms(blocks, len(x), rng)
         model = kme.fit(x, labels, blocks, target, columns, ledger, terms, self._shares(),
                         self._training(len(x), blocks), rng, self.verbose, selection,
-                        self._max_noise_ratio(), self._one_way_fallback(blocks))
+                        self._max_noise_ratio(), *self._one_way_fallback(blocks))
         self._warn_if_unlinked(model, blocks)
         self._warn_if_collapsed(model.collapsed_classes, target)
         # the pairs' layout notes, unless the release plan dropped the term altogether

@@ -76,12 +76,13 @@ class _KMEKernel:
             when that is None) pooled over the classes: one release of the one-way marginals,
             whose noise is about sqrt(C) below that of the class-conditional releases summed
             over C classes. The generator matches its class mixture to it (weight
-            ``marginal_weight``), and calibration reads its tables. 'auto': with a
-            target_column of >= 3 public categories; with 2, only where the noise-aware plan
-            finds the class-conditional 'marginals' noise-dominated (expected noise above
-            their signal bound: small n or epsilon), and then instead of them; elsewhere the
-            gain, sqrt(2), did not pay for its budget share on Adult
-            (benchmarks/results/one_way.md). True, False: on (beside 'marginals'), off.
+            ``marginal_weight``), and calibration reads its tables. 'auto', with a
+            target_column of >= 2 public categories: where the noise-aware plan finds the
+            class-conditional 'marginals' noise-dominated (expected noise above their signal
+            bound: small n or epsilon), instead of them; elsewhere beside them with >= 3
+            categories and not at all with 2 (there the gain, sqrt(2), did not pay for its
+            budget share on Adult: benchmarks/results/one_way.md). Under plan='fixed':
+            beside them with >= 3 categories. True, False: on (beside 'marginals'), off.
             Its default
             ``budget_shares`` entry is 0.4 (MST, for one, spends a third of its budget on
             one-way marginals).

@@ -59,6 +59,28 @@ def test_marginals_that_carry_signal_leave_the_plan_as_it_was():
     assert _key(kept) == _key(kept0) and plan == plan0 and sigmas == sigmas0
 
 
+def test_with_three_classes_it_stays_beside_marginals_that_carry_signal_and_replaces_noisy_ones():
+    def plan(n):
+        accountant = PrivacyAccountant(1.0, 1e-5)
+        kept, _, plan, sigmas, entries = choose_releases(
+            _terms(), {**SHARES, 'one_way': 0.4}, True, n, 3, accountant.calibrate, 5.0,
+            PairSelection(None, 1.0, True), STEPS, [one_way_term(BLOCKS, 0.01)], True)
+        return kept, plan, sigmas, {e.group: e for e in entries}
+
+    # large n: the plan of both terms, as with one_way=True (the former 'auto' at >= 3 classes)
+    kept, planned, sigmas, entries = plan(200_000)
+    accountant = PrivacyAccountant(1.0, 1e-5)
+    both = choose_releases(_terms() + [one_way_term(BLOCKS, 0.01)], {**SHARES, 'one_way': 0.4},
+                           True, 200_000, 3, accountant.calibrate, 5.0,
+                           PairSelection(None, 1.0, True), STEPS)
+    assert _key(kept) == _key(both[0]) and planned == both[2] and sigmas == both[3]
+    assert entries['marginals'].decision == 'kept' and entries['one_way'].decision == 'kept'
+    # small n: in place of the noise-dominated marginals
+    kept, planned, _, entries = plan(100)
+    assert 'marginals' not in planned and 'one_way' in planned
+    assert entries['marginals'].decision == 'dropped' and 'one_way' in entries['marginals'].reason
+
+
 def test_the_fixed_plan_never_adds_it():
     _, kept, plan, _, entries = _plan(100, max_ratio=None)
     assert 'one_way' not in plan and 'one_way' not in {t.group for t in kept}
@@ -70,7 +92,7 @@ def test_a_small_two_class_fit_releases_one_way_under_auto_only(cls):
     assert table['label'].nunique() == 2
 
     def groups(**kwargs):
-        synth = build(cls, target_column='label', **{'plan': 'auto', **kwargs})
+        synth = build(cls, **{'target_column': 'label', 'plan': 'auto', **kwargs})
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             synth.fit({'t': table})
@@ -89,4 +111,10 @@ def test_a_small_two_class_fit_releases_one_way_under_auto_only(cls):
         assert 'one_way' not in releases and 'marginals' in releases
     # on: both, as the option says
     releases = groups(one_way=True)[1]
+    assert 'one_way' in releases and 'marginals' in releases
+    # three classes ('auto' releases it at any n): in place of the marginals at this n, and
+    # beside them under the fixed plan
+    releases = groups(target_column='city')[1]
+    assert 'one_way' in releases and 'marginals' not in releases
+    releases = groups(target_column='city', plan='fixed')[1]
     assert 'one_way' in releases and 'marginals' in releases
