@@ -11,7 +11,8 @@ the real rows are ('edge_columns').
     python -m benchmarks.studies.small_marginals --n 215 500 --epsilons 1 0.3 --seeds 5 \
         --label after --out /tmp/small_marginals.csv
 
-``--label`` names the arm in the CSV; ``--target`` another target (a multi-class one: TSTR
+``--label`` names the arm in the CSV; ``--method dpmerf`` fits DP-MERF instead; ``--target``
+another target (a multi-class one: TSTR
 weighted F1 in the ``tstr_roc`` column); ``--kwargs`` is a JSON of flat DP-HP settings for the arm
 (``harness.make``: constructor arguments and kernel / training fields by name); the environment variable ``NOISE_WEIGHTED=0`` turns the
 objectives' noise weighting off in this study's process (every factor 1, as before it existed;
@@ -54,10 +55,10 @@ def edge_columns(real, synthetic, bounds):
     return out
 
 
-def run_one(n, epsilon, seed, label, kwargs=None, target='income'):
+def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'):
     from sdmetrics.reports.single_table import QualityReport
 
-    from sdv_dpkme import DPHPSynthesizer
+    from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
     from sdv_dpkme.datasets import load_adult_sample
     from sdv_dpkme.engines import generator_training
     from sdv_dpkme.evaluation import evaluate
@@ -70,7 +71,8 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income'):
     train = data.sample(n=n, random_state=0)
     test = data.drop(index=train.index).reset_index(drop=True)
     train = train.reset_index(drop=True)
-    synth = harness.make(DPHPSynthesizer, metadata, epsilon, random_state=seed, verbose=False,
+    cls = DPMERFSynthesizer if method == 'dpmerf' else DPHPSynthesizer
+    synth = harness.make(cls, metadata, epsilon, random_state=seed, verbose=False,
                          domain=domain, target_column=target, **(kwargs or {}))
     with warnings.catch_warnings(), harness.fixed_noise(seed):
         warnings.simplefilter('ignore')
@@ -85,7 +87,7 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income'):
                            bounds=domain['known_min_max_values'])
     props = report.get_properties().set_index('Property')['Score']
     plan = synth.get_privacy_report().plan
-    row = dict(label=label, n=n, epsilon=epsilon, seed=seed, fit_s=round(fit_s, 2),
+    row = dict(label=label, method=method, n=n, epsilon=epsilon, seed=seed, fit_s=round(fit_s, 2),
                quality=report.get_score(), shapes=props['Column Shapes'],
                pairs=props['Column Pair Trends'],
                tstr_roc=float(utility.get('tstr_roc_auc', utility.get('tstr_f1', float('nan')))),
@@ -106,13 +108,14 @@ def main(argv=None):
     parser.add_argument('--kwargs', default='{}', help='JSON of flat DP-HP settings')
     parser.add_argument('--target', default='income',
                         help='target_column (a categorical column of the bundled domain)')
+    parser.add_argument('--method', choices=('dphp', 'dpmerf'), default='dphp')
     args = parser.parse_args(argv)
     rows = []
     for n in args.n:
         for epsilon in args.epsilons:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 rows.append(run_one(n, epsilon, seed, args.label, json.loads(args.kwargs),
-                                    args.target))
+                                    args.target, args.method))
                 frame = pd.DataFrame(rows)
                 if os.path.exists(args.out) and len(rows) == 1:
                     frame = pd.concat([pd.read_csv(args.out), frame])
