@@ -126,7 +126,8 @@ def plan_rows(table, cls, metadata, declared, rows, sizes, epsilons=(0.3, 1.0, 3
             *_, entries = choose_releases(
                 terms, synth._shares(), target is not None, n,
                 1 if target is None else target.width, PrivacyAccountant(epsilon, 1e-5).calibrate,
-                synth._max_noise_ratio(), selection, synth._steps(n, blocks))
+                synth._max_noise_ratio(), selection, synth._steps(n, blocks),
+                *synth._one_way_fallback(blocks))
             out.append({'table': table, 'n': n, 'epsilon': epsilon, **{
                 e.group: f'{e.decision} {e.releases}/{e.planned} ({e.ratio:.2g})'
                 for e in entries}})
