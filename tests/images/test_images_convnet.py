@@ -49,3 +49,28 @@ def test_device_auto_trains_where_torch_sees_a_gpu(digits):
         assert all(torch.equal(a, b) for a, b in zip(model.parameters(), on_cpu.parameters()))
     # scoring follows the model's device and takes CPU arrays
     assert 0.0 <= convnet_accuracy(model, x[1000:1100], y[1000:1100], pixel_range=(0, 16)) <= 1.0
+
+
+def test_augmented_views_stay_images_and_are_reproducible(digits):
+    from sdv_dpkme.images.convnet import augment
+
+    x = torch.rand(16, 1, 8, 8, dtype=torch.float32)
+    views = augment(x, torch.Generator().manual_seed(0))
+    assert views.shape == x.shape and views.min() >= 0 and views.max() <= 1 + 1e-6
+    assert not torch.allclose(views, x)  # moved
+    assert torch.equal(views, augment(x, torch.Generator().manual_seed(0)))
+    # a centred blob moves by at most 10 % of the side plus what rotation and scale do
+    blob = torch.zeros(1, 1, 28, 28)
+    blob[..., 12:16, 12:16] = 1
+    shifted = augment(blob.repeat(50, 1, 1, 1), torch.Generator().manual_seed(1))
+    rows = (shifted.sum(3)[:, 0] * torch.arange(28)).sum(1) / shifted.sum((1, 2, 3))
+    assert (rows - 13.5).abs().max() <= 28 * 0.1 + 2
+    # training on views: reproducible, and another model than on the images as they are
+    xd, yd = digits
+    a = train_convnet(xd[:30], yd[:30], pixel_range=(0, 16), steps=3, random_state=0,
+                      augmented=True)
+    b = train_convnet(xd[:30], yd[:30], pixel_range=(0, 16), steps=3, random_state=0,
+                      augmented=True)
+    c = train_convnet(xd[:30], yd[:30], pixel_range=(0, 16), steps=3, random_state=0)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not all(torch.equal(p, q) for p, q in zip(a.parameters(), c.parameters()))
