@@ -261,16 +261,18 @@ def run_table3(args):
         images, labels, source = model.distilled_images_, model.distilled_labels_, 'distilled'
         krr, wall = model.score(xt, yt), feats['seconds'] + model.fit_seconds_
     assert images.min() >= 0 and images.max() <= 255
-    started = time.perf_counter()
-    net = train_convnet(images, labels, pixel_range=(0, 255), steps=CONVNET_STEPS,
-                        random_state=args.seed, augmented=args.augmented)
-    conv = paper_convnet_accuracy(net, xt, yt, pixel_range=(0, 255))
-    return dict(study='table3', source=source, data=args.data,
-                epsilon=None if args.real10 else args.epsilon, seed=args.seed,
-                convnet_accuracy=conv, krr_accuracy=krr, wall_seconds=wall,
-                moment_steps=args.moment_steps, convnet_steps=CONVNET_STEPS,
-                augmented=bool(args.augmented),
-                convnet_seconds=time.perf_counter() - started)
+    out = []
+    for augmented in ((False, True) if args.both_trainings else (bool(args.augmented),)):
+        started = time.perf_counter()  # the same images for both trainings: paired
+        net = train_convnet(images, labels, pixel_range=(0, 255), steps=CONVNET_STEPS,
+                            random_state=args.seed, augmented=augmented)
+        conv = paper_convnet_accuracy(net, xt, yt, pixel_range=(0, 255))
+        out.append(dict(study='table3', source=source, data=args.data,
+                        epsilon=None if args.real10 else args.epsilon, seed=args.seed,
+                        convnet_accuracy=conv, krr_accuracy=krr, wall_seconds=wall,
+                        moment_steps=args.moment_steps, convnet_steps=CONVNET_STEPS,
+                        augmented=augmented, convnet_seconds=time.perf_counter() - started))
+    return out if args.both_trainings else out[0]
 
 
 PRIOR_LOG = RESULTS / 'images_prior.jsonl'
@@ -382,7 +384,8 @@ def _table3_section():
         if TABLE3_LOG.exists() else []
     groups = {}
     for r in lines:
-        key = (r['data'], 'real10' if r['source'] == 'real10' else r['epsilon'])
+        key = (r['data'], 'real10' if r['source'] == 'real10' else r['epsilon'],
+               bool(r.get('augmented')))
         groups.setdefault(key, []).append(r)
     out = ['## Table 3 protocol: the paper\'s ConvNet trained on 100 images', '',
            '`PaperConvNet` (3 x [Conv 128 3x3, InstanceNorm, ReLU, AvgPool 2] + linear; '
@@ -391,15 +394,20 @@ def _table3_section():
            '0.001) on the 100 images, tested on the 10k real test images. "distilled": '
            '`DPKIPScatterNet` at the class defaults (moments); eps = inf: the same pipeline '
            'with the exact sums (no noise). "real10": 10 random real training images per '
-           'class. Written by `images.py --report` from `images_table3.jsonl`.', '',
-           '| data | images | epsilon | seeds | ConvNet acc, mean (min-max) | paper | KRR acc, '
-           'mean |', '|---|---|---|---|---|---|---|']
-    for (data, eps), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+           'class. "augmented": the ConvNet trained on a random affine view of the 100 images '
+           'at every step (`train_convnet(augmented=True)`: rotation up to 15 degrees, scale '
+           '0.9-1.1, shift up to 10 %); "plain": on the images as they are. Written by '
+           '`images.py --report` from `images_table3.jsonl`.', '',
+           '| data | images | epsilon | ConvNet training | seeds | ConvNet acc, mean (min-max) | '
+           'paper | KRR acc, mean |', '|---|---|---|---|---|---|---|---|']
+    for (data, eps, augmented), rs in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])):
         conv = [100 * r['convnet_accuracy'] for r in rs]
         krr = [100 * r['krr_accuracy'] for r in rs if r.get('krr_accuracy') is not None]
         paper = PAPER_TABLE3.get((data, eps))
         out.append(f"| {data} | {'real, 10 per class' if eps == 'real10' else 'distilled'} | "
                    f"{'–' if eps == 'real10' else f'{eps:g}'} | "
+                   f"{'augmented' if augmented else 'plain'} | "
                    f"{', '.join(str(r['seed']) for r in rs)} | {np.mean(conv):.1f} "
                    f"({min(conv):.1f}-{max(conv):.1f}) | {paper if paper else '–'} | "
                    f"{f'{np.mean(krr):.2f}' if krr else '–'} |")
@@ -412,7 +420,10 @@ TABLE3_NOTES = [
     'class, DP-MERF generators, 3 seeds, the current defaults) ran on a lent GPU: see '
     '`images_table3_gpu.md`. The row above is an older CPU run (MNIST, seed 0). Run here: '
     '`python benchmarks/studies/images.py table3 --data mnist --epsilon 1 --seed 0` (also '
-    '`--epsilon inf`, `--real10`).',
+    '`--epsilon inf`, `--real10`, `--augmented`, `--both-trainings`).',
+    '',
+    'Stop 52: augmented ConvNet training, MNIST at eps = 1, seeds 0-2 (CPU): its own '
+    'subsection of images.md, rows in images_table3_stop52.csv.',
     '',
     'Exploration of the eps = inf ceiling (noise-free moments of the first 10k MNIST training '
     'images, 10 images per class, the paper\'s ConvNet trained 100 full-batch steps, first '
@@ -820,6 +831,7 @@ def main():
     parser.add_argument('--project', action='store_true')  # old runs (now always)
     parser.add_argument('--real10', action='store_true')
     parser.add_argument('--augmented', action='store_true')  # table3: ConvNet on affine views
+    parser.add_argument('--both-trainings', action='store_true')  # table3: plain and augmented
     parser.add_argument('--mechanism', default='dp-sgd', choices=['dp-sgd', 'moments'])
     parser.add_argument('--moment-share', type=float, default=GRAM_WEIGHT)
     parser.add_argument('--moment-ridge', type=lambda v: v if v == 'auto' else float(v),
@@ -847,13 +859,17 @@ def main():
     result = (run_kip(args) if args.method == 'kip' else
               run_table3(args) if args.method == 'table3' else
               run_prior(args) if args.method == 'prior' else run_generator(args))
-    result.update(peak_mb=peak_mb(), machine=platform.machine(), cpus=os.cpu_count(),
-                  torch_threads=torch.get_num_threads(), date=time.strftime('%Y-%m-%d %H:%M'))
+    results = result if isinstance(result, list) else [result]
+    for result in results:
+        result.update(peak_mb=peak_mb(), machine=platform.machine(), cpus=os.cpu_count(),
+                      torch_threads=torch.get_num_threads(),
+                      date=time.strftime('%Y-%m-%d %H:%M'))
     RESULTS.mkdir(exist_ok=True)
     log = {'table3': TABLE3_LOG, 'prior': PRIOR_LOG}.get(args.method, LOG)
     with log.open('a') as f:
-        f.write(json.dumps(result) + '\n')
-    print(json.dumps(result))
+        for result in results:
+            f.write(json.dumps(result) + '\n')
+            print(json.dumps(result))
 
 
 if __name__ == '__main__':
