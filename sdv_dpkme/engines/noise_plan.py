@@ -128,13 +128,14 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
 
     ``calibrate``: the accountant's ``calibrate`` (pure: it records nothing). ``max_ratio``
     None keeps every term (the fixed plan) and only reports the numbers.
-    ``pooled_fallback``: pooled terms (a two-class fit's 'one_way') that replace the
+    ``pooled_fallback``: pooled terms (the 'one_way' of a fit with a target) that replace the
     class-conditional 'marginals' where these, in the plan without the fallback, expect noise
     above ``POOLED_FALLBACK_RATIO`` x their signal bound (narrowed or dropped ones included):
     there one release of the column marginals pooled over the classes, with about sqrt(C) less
-    noise per column, carries the shapes better than C noisy class-conditional ones; where
-    'marginals' carry signal (or there are none) they are planned beside them with
-    ``keep_fallback`` (a target of >= 3 classes), else not at all (benchmarks/results/one_way.md)."""
+    noise per column, carries the shapes better than C noisy class-conditional ones. Where the
+    'marginals' carry signal (or there are none), the pooled terms are planned beside them with
+    ``keep_fallback`` (a target of >= 3 classes), else left out (benchmarks/results/one_way.md,
+    small_marginals.md)."""
     chosen = _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selection,
                      steps)
     if not pooled_fallback or max_ratio is None:
@@ -152,16 +153,19 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
     else:
         why = (f'expected noise norm above max_noise_ratio={max_ratio:g} x their signal bound '
                f'(they were {marginals.decision})')
-    kept = [t for t in terms if t.group != 'marginals'] + _no_finer(
-        pooled_fallback, chosen[0], marginals.decision)
-    chosen = _choose(kept, shares, has_target, n, n_classes, calibrate, max_ratio, selection,
-                     steps)
+    pooled = _no_finer(pooled_fallback, chosen[0], marginals.decision)
+    chosen = _choose([t for t in terms if t.group != 'marginals'] + pooled, shares, has_target,
+                     n, n_classes, calibrate, max_ratio, selection, steps)
     groups = {t.group for t in pooled_fallback}
+    coarser = {t.group: _fourier_part(t.feature_map).length_scale
+               for t, was in zip(pooled, pooled_fallback) if t is not was}
     for entry in chosen[4]:
         if entry.group in groups:
+            at_length = (f", at length {coarser[entry.group]:g} (no finer than that plan left "
+                         f"them)" if entry.group in coarser else '')
             entry.reason = (f"released (pooled over the classes) instead of the class-"
-                            f"conditional 'marginals', which in the plan without it had {why}; "
-                            + entry.reason)
+                            f"conditional 'marginals', which in the plan without it had {why}"
+                            f"{at_length}; " + entry.reason)
     marginals = replace(marginals, decision='dropped', releases=0, reason=(
         f"in the plan without {', '.join(sorted(groups))} they had {why}: replaced by that "
         'pooled release (about sqrt(classes) less noise per column), their budget share going '

@@ -46,6 +46,8 @@ def test_noise_dominated_marginals_are_replaced_by_the_pooled_release_with_the_r
     marginal = next(t.feature_map for t in kept0 if t.group == 'marginals')
     pooled = next(t.feature_map for t in kept if t.group == 'one_way')
     assert pooled.length_scale >= marginal.length_scale
+    if pooled.length_scale > 0.01:  # coarser than asked: the entry says so
+        assert f'at length {pooled.length_scale:g}' in entry.reason
     # the spend is the budget's, with the pooled release's share taken from the others
     assert math.isclose(_precision(plan, sigmas), accountant.total_precision(), rel_tol=1e-9)
 
