@@ -422,8 +422,8 @@ TABLE3_NOTES = [
     '`python benchmarks/studies/images.py table3 --data mnist --epsilon 1 --seed 0` (also '
     '`--epsilon inf`, `--real10`, `--augmented`, `--both-trainings`).',
     '',
-    'Stop 52: augmented ConvNet training, MNIST at eps = 1, seeds 0-2 (CPU): its own '
-    'subsection of images.md, rows in images_table3_stop52.csv.',
+    'Stop 52: augmented ConvNet training, MNIST and FashionMNIST at eps = 1, seeds 0-2 (CPU): '
+    'its own subsection of images.md, rows in images_table3_stop52.csv.',
     '',
     'Exploration of the eps = inf ceiling (noise-free moments of the first 10k MNIST training '
     'images, 10 images per class, the paper\'s ConvNet trained 100 full-batch steps, first '
