@@ -140,13 +140,14 @@ def choose_releases(terms, shares, has_target, n, n_classes, calibrate, max_rati
                      steps)
     if not pooled_fallback or max_ratio is None:
         return chosen
-    beside = (list(terms) + list(pooled_fallback), shares, has_target, n, n_classes, calibrate,
-              max_ratio, selection, steps)
     at, marginals = next(((i, e) for i, e in enumerate(chosen[4]) if e.group == 'marginals'),
                          (None, None))
     if marginals is None or (marginals.decision == 'kept'
                              and marginals.ratio <= POOLED_FALLBACK_RATIO):
-        return _choose(*beside) if keep_fallback else chosen
+        if not keep_fallback:
+            return chosen
+        return _choose(list(terms) + list(pooled_fallback), shares, has_target, n, n_classes,
+                       calibrate, max_ratio, selection, steps)
     if marginals.decision == 'kept':
         why = (f'expected noise norm {marginals.ratio:.3g} x their signal bound (above '
                f'{POOLED_FALLBACK_RATIO:g})')

@@ -60,7 +60,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         ``planned``: leave out a 'one_way' term that the plan places (``_one_way_fallback``)."""
         kernel, training = self.kernel, self.training
         self._pair_notes = []  # public: widths and the model RNG only
-        one_way = None if planned and self._one_way_fallback(blocks)[0] else \
+        one_way = None if planned and self._plan_places_one_way(blocks) else \
             self._one_way_length()
         return shared_terms(blocks, kernel.marginal_length_scale, training.marginal_weight,
                             kernel.pair_length_scale, training.pair_weight,
@@ -84,12 +84,15 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         class-conditional 'marginals' where these are noise-dominated (there about sqrt(C) less
         noise per column pays for its share), and else beside them with >= 3 categories
         (``keep``) or not at all with 2; otherwise ([], False)."""
-        categories = self._target_categories()
-        if self.kernel.one_way != 'auto' or self._max_noise_ratio() is None or not blocks \
-                or categories < 2:
+        if not self._plan_places_one_way(blocks):
             return [], False
         return [one_way_term(blocks, self.kernel.marginal_length_scale or 0.01,
-                             self.training.marginal_weight)], categories >= 3
+                             self.training.marginal_weight)], self._target_categories() >= 3
+
+    def _plan_places_one_way(self, blocks):
+        """'auto' with a target of >= 2 public categories under the noise-aware plan."""
+        return (self.kernel.one_way == 'auto' and self._max_noise_ratio() is not None
+                and bool(blocks) and self._target_categories() >= 2)
 
     def _target_categories(self):
         """The number of public categories of the target (0 without a declared list)."""
