@@ -537,7 +537,9 @@ def _versus(rows, names):
         lines.append([table, len(seeds)] + [f'{diff[k]:+.3f}' for k in diff])
     if not lines:
         return 'No table has both a DP-HP and an MST cell at ε = 1 yet.'
-    return ('Paired on the seed (DP-HP − MST; positive: DP-HP ahead). TSTR a / b: ROC / PR for a '
+    return ('Mean difference over the seeds both methods ran (DP-HP − MST; positive: DP-HP '
+            'ahead). A seed fixes the split and the random_state; each fit drew its own privacy '
+            'noise, so these are not noise-paired differences. TSTR a / b: ROC / PR for a '
             'binary target, F1 / accuracy for a multi-class one.\n\n' + harness.markdown_table(
                 ['table', 'seeds', 'Δ quality', 'Δ pair trends', 'Δ TSTR a', 'Δ TSTR b'],
                 lines))
