@@ -58,7 +58,7 @@ STAGES = {
 COMPILER = ('torch._dynamo', 'torch._inductor', 'sympy')
 
 
-def run_one(table, code, threads, steps=None):
+def run_one(table, code, threads, steps=None, kwargs=None):
     """One fit + sample in this (fresh) process; returns a row of figures. ``steps``: a fixed
     number of training steps instead of 'auto' (the row then also gives the training time
     extrapolated to 'auto''s steps: per-step time x their number)."""
@@ -79,7 +79,7 @@ def run_one(table, code, threads, steps=None):
     declared = harness.declaration(domain, 'plain', target=True)
     synth = harness.make(sdv_dpkme.DPHPSynthesizer, metadata, 1.0, delta=harness.DELTA,
                          random_state=0, verbose=False, **declared,
-                         **({} if steps is None else {'steps': steps}))
+                         **dict(kwargs or {}, **({} if steps is None else {'steps': steps})))
     parts = {f'{k}|{f}': (k, f) for k, f in {(p, f) for s in STAGES.values() for p, f in s}}
     load = os.getloadavg()[0]
     cpu = time.process_time()
@@ -191,6 +191,9 @@ def main():
     parser.add_argument('--threads', type=int, default=2)
     parser.add_argument('--steps', type=int, default=None,
                         help="fixed training steps (the row extrapolates to 'auto''s)")
+    parser.add_argument('--kwargs', type=json.loads, default=None,
+                        help='JSON of flat DP-HP settings beside the defaults, e.g. '
+                             '\'{"batch_size": 512}\' (the row records them)')
     parser.add_argument('--report', nargs='*', default=None,
                         help='print the timing table of these JSON-lines files (markdown)')
     parser.add_argument('--calibration-pairs', default=None,
@@ -211,8 +214,10 @@ def main():
         print(report(args.report))
         return
     for table in args.tables.split(','):
-        row = harness.run_isolated(run_one, table, args.code, args.threads, args.steps)
+        row = harness.run_isolated(run_one, table, args.code, args.threads, args.steps,
+                                   args.kwargs)
         row['label'] = args.label
+        row['kwargs'] = args.kwargs or {}
         row['commit'] = subprocess.run(['git', '-C', args.code or str(HERE), 'rev-parse',
                                         '--short', 'HEAD'], capture_output=True,
                                        text=True).stdout.strip()
