@@ -144,10 +144,10 @@ def render(records, info):
             r.get('threads', 1),
         ])
     table = harness.markdown_table(
-        ['arm', 'seed', 'training rows', 'steps', 'fit s', 's by stage (' + ' / '.join(STAGES) + ')',
-         's / step', 'peak MB', 'quality', 'shapes', 'pair trends',
-         'of which: numeric correlation (pairs)', 'of which: numeric x target (pairs)',
-         'torch threads'], rows)
+        ['arm', 'seed', 'training rows', 'steps', 'fit s',
+         's by stage (' + ' / '.join(STAGES) + ')', 's / step', 'peak MB', 'quality', 'shapes',
+         'pair trends', 'of which: numeric correlation (pairs)',
+         'of which: numeric x target (pairs)', 'torch threads'], rows)
     notes = sorted({n for r in records for n in r.get('notes', [])})
     pairs = '\n'.join(f'- {n}' for n in notes) or '- nothing narrowed or left out'
     return [(None, __doc__.split('\n\n')[1]), ('Runs', table),
