@@ -33,11 +33,13 @@ def check_smartnoise(python=SMARTNOISE_PYTHON):
 
 
 def run_smartnoise(method, train, domain, epsilon, delta, seed, row, python=SMARTNOISE_PYTHON,
-                   timeout=3600, options=(), bin_edges=None, one_thread=False):
+                   timeout=3600, options=(), bin_edges=None, one_thread=False,
+                   neighbours='add-remove'):
     """Fit ``method`` ('mst' or 'aim') on ``train`` with the public ``domain`` in a subprocess of
     the smartnoise venv; sample as many rows. Records the subprocess' own timings, peak memory
     and ε in ``row``; returns ``(table, info)``. ``bin_edges``: public edges for the numeric
-    columns the Adult table does not have; ``options``: extra runner flags."""
+    columns the Adult table does not have; ``options``: extra runner flags; ``neighbours``: the
+    relation (epsilon, delta) hold under ('replace-one' is DP-HP's; the runner's docstring)."""
     import pandas as pd
 
     with tempfile.TemporaryDirectory(prefix='smartnoise_') as folder:
@@ -51,7 +53,7 @@ def run_smartnoise(method, train, domain, epsilon, delta, seed, row, python=SMAR
             '--train', str(folder / 'train.csv'), '--domain', str(folder / 'domain.json'),
             '--rows', str(len(train)), '--seed', str(int(seed)),
             '--out', str(folder / 'synthetic.csv'), '--info', str(folder / 'info.json'),
-            *options,
+            '--neighbours', neighbours, *options,
         ]
         env = dict(os.environ)
         env.pop('PYTHONPATH', None)
@@ -72,6 +74,8 @@ def run_smartnoise(method, train, domain, epsilon, delta, seed, row, python=SMAR
     row['peak_rusage_children_mb'] = children * (1 if sys.platform == 'darwin' else 1024) / 1e6
     for key in ('fit_s', 'sample_s', 'peak_mb', 'epsilon_spent', 'preprocessor_epsilon'):
         row[key] = info[key]
+    row['neighbours'] = info.get('neighbours', 'add-remove')
+    row['mechanism_epsilon'] = info.get('mechanism_epsilon', info['epsilon'])
     row['smartnoise_versions'] = json.dumps(info.get('versions', {}))
     row['smartnoise_warnings'] = [line for line in (done.stderr or '').splitlines()
                                   if 'Warning' in line][:20]

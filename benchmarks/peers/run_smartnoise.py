@@ -24,6 +24,19 @@ mechanism is the row count ``n`` (MST passes ``known_total=len(data)`` to Privat
 AIM uses it implicitly through the unnormalised marginals), i.e. ``n`` is treated as
 public, as in the replace-one neighbouring relation that DP-HP/DP-MERF also use.
 
+Neighbouring relation (``--neighbours``). smartnoise calibrates MST and AIM for add/remove-one
+neighbours: a marginal's L2 sensitivity 1, its exponential-mechanism scores' sensitivity 1 (the
+L1 error of a marginal, times its weight). DP-HP and DP-MERF are private under replace-one
+neighbours, where a row moves one unit of mass between two cells: the Gaussian measurements'
+sensitivity is sqrt(2) (zCDP rho x 2) and the scores' is 2 (an eps-DP selection becomes
+2 eps-DP; its rho = eps^2 / 8 x 4). ``--neighbours replace-one`` runs smartnoise at the rho that
+gives the requested (epsilon, delta) under replace-one: MST spends 2/3 of its rho on
+measurements and 1/3 on selection, so rho_replace = (2 x 2/3 + 4 x 1/3) rho = 8/3 rho; AIM
+spends at most 0.1 of every round's rho on selection and its 1-way measurements are
+measurements only, so rho_replace <= (2 x 0.9 + 4 x 0.1) rho = 2.2 rho. smartnoise is then
+given the epsilon whose ``cdp_rho`` at delta is rho / that factor. The default, add-remove,
+is what earlier rows were run at.
+
 Seeding: ``--seed`` seeds NumPy's global RNG (MST/AIM selection via the exponential
 mechanism, Private-PGM's sampling, the within-bin draws). The Gaussian noise comes from
 OpenDP's ``make_gaussian`` (OS randomness) and is always fresh, so runs with the same
@@ -199,6 +212,24 @@ def _versions():
     return found
 
 
+#: rho under replace-one neighbours over the rho smartnoise accounts (add/remove); see the
+#: module docstring
+REPLACE_ONE_FACTOR = {'mst': 8 / 3, 'aim': 2.2}
+
+
+def add_remove_epsilon(method, epsilon, delta):
+    """The epsilon to give smartnoise so that ``method`` is (epsilon, delta)-DP under replace-one
+    neighbours: cdp_rho(result, delta) = cdp_rho(epsilon, delta) / the method's factor."""
+    from snsynth.utils import cdp_rho
+
+    target = cdp_rho(epsilon, delta) / REPLACE_ONE_FACTOR[method]
+    low, high = 0.0, epsilon
+    for _ in range(200):  # cdp_rho increases with epsilon
+        middle = (low + high) / 2
+        low, high = (middle, high) if cdp_rho(middle, delta) < target else (low, middle)
+    return low
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--method', required=True, choices=('mst', 'aim'))
@@ -217,6 +248,10 @@ def main(argv=None):
                         help='AIM max_model_size in MB (smartnoise default 80)')
     parser.add_argument('--aim-degree', type=int, default=None,
                         help='AIM workload degree (smartnoise default 2)')
+    parser.add_argument('--neighbours', choices=('add-remove', 'replace-one'),
+                        default='add-remove',
+                        help="the relation under which --epsilon, --delta hold ('replace-one': "
+                             "DP-HP's; module docstring)")
     args = parser.parse_args(argv)
     if not (args.epsilon > 0 and math.isfinite(args.epsilon)):
         parser.error('--epsilon must be a finite positive number')
@@ -249,8 +284,11 @@ def main(argv=None):
             parser.error(f'--aim-rounds must exceed the number of columns ({len(train.columns)}): '
                          'the 1-way measurements alone use 0.9 * n_columns / rounds of the '
                          'budget; about rounds - 0.9 * n_columns selection rounds follow')
+    mechanism_epsilon = args.epsilon
+    if args.neighbours == 'replace-one':
+        mechanism_epsilon = add_remove_epsilon(args.method, args.epsilon, args.delta)
     # verbose=True only makes AIM print one 'Selected' line per round (captured, counted).
-    synthesizer = Synthesizer.create(args.method, epsilon=args.epsilon, delta=args.delta,
+    synthesizer = Synthesizer.create(args.method, epsilon=mechanism_epsilon, delta=args.delta,
                                      verbose=args.method == 'aim', **kwargs)
     base_mb = vm_hwm_mb()
     log = io.StringIO()  # AIM prints its output width and initial sigma to stdout
@@ -270,8 +308,11 @@ def main(argv=None):
         'method': args.method,
         'epsilon': args.epsilon,
         'delta': args.delta,
+        'neighbours': args.neighbours,
+        'mechanism_epsilon': mechanism_epsilon,  # what smartnoise was given (add/remove)
         # The transformers spend nothing, so everything goes to the mechanism.
-        'epsilon_spent': float(getattr(synthesizer, 'epsilon', args.epsilon)),
+        'epsilon_spent': args.epsilon if args.neighbours == 'replace-one' else float(
+            getattr(synthesizer, 'epsilon', args.epsilon)),
         'preprocessor_epsilon': float(table_transformer.odometer.spent[0]),
         'seed': args.seed,
         'n_train': int(len(train)),
