@@ -517,7 +517,8 @@ def report(out, names=tuple(TABLES), planned=None, note=''):
                 for _, r in errors.iterrows())
         results.append((f'{table} — {TABLES[table][3]}', text))
     sections += results or [('Results', 'No cell has run yet.')]
-    sections.append(('DP-HP against MST as smartnoise calibrates it (add/remove neighbours), ε = 1',
+    sections.append(('DP-HP against MST as smartnoise calibrates it (add/remove neighbours), '
+                     'ε = 1',
                      _versus(rows, names)))
     sections.append(('DP-HP against MST at the same guarantee, ε = 1 (replace-one neighbours)',
                      REPLACE_ONE + '\n' + _versus(rows, names, 'mst_replace')))
