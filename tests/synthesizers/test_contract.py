@@ -510,4 +510,6 @@ def test_canary_search_skips_only_the_random_synthesizer_id():
     blob = pickle.dumps(synth)
     assert b'98765' in blob and b'98765' not in private_bytes(synth, blob)
     synth._synthesizer_id = 'DPHPSynthesizer_2.0.0_' + '0' * 32
-    assert b'98765' in private_bytes(synth, blob + b'code 98765')
+    blob = pickle.dumps(synth)
+    assert b'98765' not in private_bytes(synth, blob)
+    assert b'98765' in private_bytes(synth, blob + b'code 98765')  # found anywhere else
