@@ -74,12 +74,8 @@ TABLES = {
                 'no public bounds'),
 }
 #: cells the protocol leaves out, and why
-EXCLUDED = {('protein', 'mst'): 'no public bounds: the DP-honest runner bins numeric columns on '
-                                'public bounds only',
-            ('protein', 'aim'): 'no public bounds: the DP-honest runner bins numeric columns on '
-                                'public bounds only',
-            ('protein', 'mst_replace'): 'no public bounds: the DP-honest runner bins numeric '
-                                        'columns on public bounds only'}
+EXCLUDED = {('protein', peer): 'no public bounds: the DP-honest runner bins numeric columns on '
+                               'public bounds only' for peer in PEERS}
 FIELDS = ('table', 'method', 'epsilon', 'seed', 'error', 'quality', 'column_shapes',
           'column_pair_trends', 'tstr_a', 'tstr_b', 'tv_alpha3', 'fit_s', 'sample_s', 'peak_mb',
           'eval_s', 'wall_s', 'epsilon_spent', 'rare_share_real', 'rare_share_synthetic',
@@ -146,7 +142,7 @@ at once): they are inflated and only comparable within one run.
 """
 
 
-#: added at stop 54, after every other row here (the protocol above is unchanged)
+#: added after every other row here (the protocol above is unchanged)
 REPLACE_ONE = """\
 smartnoise calibrates MST for add/remove-one neighbours (a marginal's L2 sensitivity 1, the
 selection scores' sensitivity 1), and the runner passes it the exact row count, as under
@@ -308,11 +304,10 @@ def run_cell(cell):
         row.update(fit_s=0.0, sample_s=0.0, peak_mb=harness.vm_hwm_mb())
     elif method in PEERS:
         encoded, domain, plan = _codes(train, metadata, declared)
-        replace = method.endswith('_replace')
         codes, _ = harness.run_smartnoise(
             method.removesuffix('_replace'), encoded, domain, epsilon, DELTA, seed, row,
             timeout=cell['timeout'], one_thread=True,
-            neighbours='replace-one' if replace else 'add-remove')
+            neighbours='replace-one' if method.endswith('_replace') else 'add-remove')
         table = _decode(codes, plan, train, seed)
     else:
         import sdv_dpkme
