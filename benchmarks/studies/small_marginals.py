@@ -11,7 +11,9 @@ the real rows are ('edge_columns').
     python -m benchmarks.studies.small_marginals --n 215 500 --epsilons 1 0.3 --seeds 5 \
         --label after --out /tmp/small_marginals.csv
 
-``--label`` names the arm in the CSV; ``--method dpmerf`` fits DP-MERF instead; ``--target``
+``--label`` names the arm in the CSV; ``--method dpmerf`` fits DP-MERF instead;
+``--float-amounts`` makes the capital amounts floats with most rows at 0 (``float_amounts``);
+``--target``
 another target (a multi-class one: TSTR
 weighted F1 in the ``tstr_roc`` column); ``--kwargs`` is a JSON of flat DP-HP settings for the arm
 (``harness.make``: constructor arguments and kernel / training fields by name); the environment variable ``NOISE_WEIGHTED=0`` turns the
@@ -55,7 +57,26 @@ def edge_columns(real, synthetic, bounds):
     return out
 
 
-def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'):
+#: the Adult columns ``--float-amounts`` turns into amounts with cents
+AMOUNTS = ('capital-gain', 'capital-loss')
+
+
+def float_amounts(data, metadata):
+    """Adult with its capital amounts as floats: non-zero values + 0.37 and no
+    ``decimal_places`` in the metadata, so that nothing says they are whole numbers (the zeros
+    stay: a money column with most rows at its lower bound)."""
+    from sdv.metadata import Metadata
+
+    data = data.copy()
+    spec = metadata.to_dict()
+    for column in AMOUNTS:
+        data[column] = np.where(data[column] > 0, data[column] + 0.37, 0.0)
+        spec['tables']['adult']['columns'][column].pop('decimal_places', None)
+    return data, Metadata.load_from_dict(spec)
+
+
+def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
+            amounts=False):
     from sdmetrics.reports.single_table import QualityReport
 
     from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
@@ -68,6 +89,10 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'
         generator_training.objective_noise_weights = \
             lambda objectives, floors, pooled_weight: [1.0] * len(objectives)
     data, metadata, domain = load_adult_sample()
+    if amounts:
+        data, metadata = float_amounts(data, metadata)
+        domain = dict(domain, integer_columns=[c for c in domain['integer_columns']
+                                               if c not in AMOUNTS])
     train = data.sample(n=n, random_state=0)
     test = data.drop(index=train.index).reset_index(drop=True)
     train = train.reset_index(drop=True)
@@ -88,6 +113,7 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'
     props = report.get_properties().set_index('Property')['Score']
     plan = synth.get_privacy_report().plan
     row = dict(label=label, method=method, n=n, epsilon=epsilon, seed=seed, fit_s=round(fit_s, 2),
+               amounts=amounts,
                quality=report.get_score(), shapes=props['Column Shapes'],
                pairs=props['Column Pair Trends'],
                tstr_roc=float(utility.get('tstr_roc_auc', utility.get('tstr_f1', float('nan')))),
@@ -109,13 +135,15 @@ def main(argv=None):
     parser.add_argument('--target', default='income',
                         help='target_column (a categorical column of the bundled domain)')
     parser.add_argument('--method', choices=('dphp', 'dpmerf'), default='dphp')
+    parser.add_argument('--float-amounts', action='store_true',
+                        help='capital amounts with cents and not declared integer (float_amounts)')
     args = parser.parse_args(argv)
     rows = []
     for n in args.n:
         for epsilon in args.epsilons:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 rows.append(run_one(n, epsilon, seed, args.label, json.loads(args.kwargs),
-                                    args.target, args.method))
+                                    args.target, args.method, args.float_amounts))
                 frame = pd.DataFrame(rows)
                 if os.path.exists(args.out) and len(rows) == 1:
                     frame = pd.concat([pd.read_csv(args.out), frame])

@@ -180,6 +180,9 @@ class TabularGenerator(nn.Module):
         categories) probabilities that head's category was drawn from (``engines.calibration``).
         ``adjust``: {head index: f}, f((public categories, rows) probabilities) -> a logit step
         per category, applied ``ADJUST_PASSES`` times before the head is drawn.
+        ``edge_snap`` (an attribute set after calibration): numeric values within it of 0 or 1
+        become 0 or 1 exactly. A sigmoid never reaches the box edge, so without it a column
+        whose rows sit at a public bound (zeros of a money column) has none there.
         """
         device = next(self.parameters()).device
         labels = torch.as_tensor(labels, dtype=torch.long)
@@ -203,6 +206,13 @@ class TabularGenerator(nn.Module):
             out[numeric] = values.numpy()
             for column, (grid, mapped) in (getattr(self, 'value_maps', None) or {}).items():
                 out[column] = np.interp(out[column], grid, mapped)  # engines.calibration
+            snap = getattr(self, 'edge_snap', 0.0)  # set by post-processing; old pickles: off
+            if snap > 0:
+                for b in self.blocks:  # values only: a null indicator is a probability
+                    if b.kind == 'numeric':
+                        v = out[b.columns[0]]
+                        v[v <= snap] = 0.0
+                        v[v >= 1.0 - snap] = 1.0
         everyone = np.arange(n)
         heads = [b for b in self.blocks if b.kind == 'categorical']
         calibration = getattr(self, 'calibration', None) or {}  # None: trained before it

@@ -46,6 +46,7 @@ class Training:
     calibration_parents: int = 0  # > 0: calibrate the heads to the pair tables (``calibration``)
     ordered_heads: tuple = ()  # categorical blocks over consecutive integers (discrete numbers)
     calibration_rows: int = ROWS[1]  # generated rows per calibration round (``generated_rows``)
+    edge_snap: float = 0.0  # sampled numeric values this close to a box edge go to the edge
 
 
 def trained_generator(blocks, columns, target, weights, objectives, training, rng, verbose):
@@ -74,8 +75,9 @@ def trained_generator(blocks, columns, target, weights, objectives, training, rn
 
 def post_process(model, objectives, training, rng, verbose):
     """The optional steps after training, in place on ``model``: calibration of the categorical
-    heads (``training.calibration_parents``), then the reweighted pools
-    (``training.reweight_rows``)."""
+    heads (``training.calibration_parents``), the edge snap of sampled numeric values
+    (``training.edge_snap``; after calibration, which fits its maps to unsnapped draws), then
+    the reweighted pools (``training.reweight_rows``)."""
     history = model.loss_values
     if training.calibration_parents:
         started = time.perf_counter()
@@ -85,6 +87,7 @@ def post_process(model, objectives, training, rng, verbose):
             model.generator, objectives, model.class_weights, rng, training.calibration_parents,
             rows=training.calibration_rows, verbose=verbose, ordered=training.ordered_heads)
         history.attrs['calibration_seconds'] = time.perf_counter() - started
+    model.generator.edge_snap = float(training.edge_snap)
     if training.reweight_rows:
         model.pools = reweighted_pools(model, objectives, training.reweight_rows, rng, verbose)
     return model

@@ -125,7 +125,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             self._category_links(blocks), training.max_link_parents,
                             training.link_signal_ratio, int(training.calibration_parents),
                             tuple(name for name, d in self._domains.items() if is_discrete(d)),
-                            self._calibration_rows(n))
+                            self._calibration_rows(n), float(training.edge_snap))
 
     def _calibration_rows(self, n):
         rows = self.training.calibration_rows

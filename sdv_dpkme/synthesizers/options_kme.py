@@ -177,6 +177,12 @@ class _KMETraining:
             private rows, clipped to [5,000, 50,000] (the release noise of a table cell falls
             as 1/n, the Monte Carlo error as 1/sqrt(rows): a small table's releases do not
             justify more rows).
+        edge_snap: sampled numeric (and datetime) values within this share of the public
+            range of a bound are set to the bound (post-processing). The generator's sigmoid
+            never reaches a bound, so a column whose rows sit on one (a money column's zeros)
+            would otherwise have none there; the default is the finest length of the marginal
+            kernels (0.01), below which the releases do not tell a value from the bound.
+            0: off.
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
         auto_steps_limit: the absolute cap of steps='auto', however wide the table (None:
@@ -202,6 +208,7 @@ class _KMETraining:
     reweight_generated_rows: int = None
     calibration_parents: int = 2
     calibration_rows: object = 'auto'
+    edge_snap: float = 0.01
     max_auto_steps: int = 800
     auto_steps_columns: int = 14
     auto_steps_limit: int = None
@@ -251,6 +258,8 @@ class _KMETraining:
         rows = self.calibration_rows
         check(rows == 'auto' or _integer(rows, 100),
               f"calibration_rows must be 'auto' or an integer >= 100, got {rows!r}.")
+        check(_number(self.edge_snap) and 0 <= self.edge_snap < 0.5,
+              f'edge_snap must be a number in [0, 0.5) (0: off), got {self.edge_snap!r}.')
         check(_integer(self.max_auto_steps, 1),
               f'max_auto_steps must be an integer >= 1, got {self.max_auto_steps!r}.')
         check(self.auto_steps_columns is None or _integer(self.auto_steps_columns, 1),
@@ -355,7 +364,7 @@ class DPMERFTraining(_KMETraining):
     """DP-MERF's generator training (the fields of ``_KMETraining``).
 
     The papers' generator is ``DPMERFTraining(pair_weight=1, learning_rate_schedule='constant',
-    category_smoothing=0, category_links=False, calibration_parents=0, max_auto_steps=500,
-    auto_steps_columns=None)``. In minibatch mode every step is a release, so the steps also set
+    category_smoothing=0, category_links=False, calibration_parents=0, edge_snap=0,
+    max_auto_steps=500, auto_steps_columns=None)``. In minibatch mode every step is a release, so the steps also set
     how many.
     """
