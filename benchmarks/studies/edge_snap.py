@@ -39,18 +39,10 @@ def split(table, n, amounts):
         train, test, metadata, domain = (harness.adult_split if table == 'adult'
                                          else harness.census_split)()
         return train, test, metadata, domain, harness.declaration(domain, 'plain', True), table
-    from benchmarks.studies.small_marginals import AMOUNTS, float_amounts
-    from sdv_dpkme.datasets import load_adult_sample
+    from benchmarks.studies.small_marginals import adult_sample_split
 
-    data, metadata, domain = load_adult_sample()
-    if amounts:
-        data, metadata = float_amounts(data, metadata)
-        domain = dict(domain, integer_columns=[c for c in domain['integer_columns']
-                                               if c not in AMOUNTS])
-    train = data.sample(n=n, random_state=0)
-    test = data.drop(index=train.index).reset_index(drop=True)
-    return (train.reset_index(drop=True), test, metadata, domain,
-            dict(domain=domain, target_column='income'), 'adult')
+    train, test, metadata, domain = adult_sample_split(n, amounts)
+    return train, test, metadata, domain, dict(domain=domain, target_column='income'), 'adult'
 
 
 def run(table, seed, noise_seed, threads, epsilon=1.0, n=None, amounts=False):

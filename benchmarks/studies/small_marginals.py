@@ -75,19 +75,11 @@ def float_amounts(data, metadata):
     return data, Metadata.load_from_dict(spec)
 
 
-def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
-            amounts=False):
-    from sdmetrics.reports.single_table import QualityReport
-
-    from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+def adult_sample_split(n, amounts=False):
+    """(train, test, metadata, domain): n rows of the bundled Adult sample (seed 0) and the
+    other rows; ``amounts``: ``float_amounts``, the amounts left out of ``integer_columns``."""
     from sdv_dpkme.datasets import load_adult_sample
-    from sdv_dpkme.engines import generator_training
-    from sdv_dpkme.evaluation import evaluate
 
-    if hasattr(generator_training, 'objective_noise_weights') and \
-            os.environ.get('NOISE_WEIGHTED', '1') == '0':
-        generator_training.objective_noise_weights = \
-            lambda objectives, floors, pooled_weight: [1.0] * len(objectives)
     data, metadata, domain = load_adult_sample()
     if amounts:
         data, metadata = float_amounts(data, metadata)
@@ -95,7 +87,22 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'
                                                if c not in AMOUNTS])
     train = data.sample(n=n, random_state=0)
     test = data.drop(index=train.index).reset_index(drop=True)
-    train = train.reset_index(drop=True)
+    return train.reset_index(drop=True), test, metadata, domain
+
+
+def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
+            amounts=False):
+    from sdmetrics.reports.single_table import QualityReport
+
+    from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+    from sdv_dpkme.engines import generator_training
+    from sdv_dpkme.evaluation import evaluate
+
+    if hasattr(generator_training, 'objective_noise_weights') and \
+            os.environ.get('NOISE_WEIGHTED', '1') == '0':
+        generator_training.objective_noise_weights = \
+            lambda objectives, floors, pooled_weight: [1.0] * len(objectives)
+    train, test, metadata, domain = adult_sample_split(n, amounts)
     cls = DPMERFSynthesizer if method == 'dpmerf' else DPHPSynthesizer
     synth = harness.make(cls, metadata, epsilon, random_state=seed, verbose=False,
                          domain=domain, target_column=target, **(kwargs or {}))
