@@ -177,8 +177,9 @@ class _KMETraining:
             private rows, clipped to [5,000, 50,000] (the release noise of a table cell falls
             as 1/n, the Monte Carlo error as 1/sqrt(rows): a small table's releases do not
             justify more rows).
-        edge_snap: sampled numeric (and datetime) values within this share of the public
-            range of a bound are set to the bound (post-processing). The generator's sigmoid
+        edge_snap: sampled numeric (and datetime) values within this distance of a bound on
+            the column's encoded [0, 1] scale (a share of the range on a linear scale) are set
+            to the bound (post-processing). The generator's sigmoid
             never reaches a bound, so a column whose rows sit on one (a money column's zeros)
             would otherwise have none there; the default is the finest length of the marginal
             kernels (0.01), below which the releases do not tell a value from the bound.
@@ -365,6 +366,6 @@ class DPMERFTraining(_KMETraining):
 
     The papers' generator is ``DPMERFTraining(pair_weight=1, learning_rate_schedule='constant',
     category_smoothing=0, category_links=False, calibration_parents=0, edge_snap=0,
-    max_auto_steps=500, auto_steps_columns=None)``. In minibatch mode every step is a release, so the steps also set
-    how many.
+    max_auto_steps=500, auto_steps_columns=None)``. In minibatch mode every step is a release,
+    so the steps also set how many.
     """
