@@ -84,7 +84,7 @@ def main(argv=None):
     parser.add_argument('--out', default='/tmp/edge_snap.csv')
     args = parser.parse_args(argv)
     rows = pd.read_csv(args.out).to_dict('records') if os.path.exists(args.out) else []
-    for seed in map(int, args.seeds.split(',')):
+    for seed in harness.parse_ints(args.seeds):
         rows += run(args.table, seed, args.noise_seed, args.threads, args.epsilon, args.n,
                     args.float_amounts)
         pd.DataFrame(rows).to_csv(args.out, index=False)
