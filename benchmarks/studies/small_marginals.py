@@ -12,12 +12,13 @@ the real rows are ('edge_columns').
         --label after --out /tmp/small_marginals.csv
 
 ``--label`` names the arm in the CSV; ``--method dpmerf`` fits DP-MERF instead;
-``--float-amounts`` makes the capital amounts floats with most rows at 0 (``float_amounts``);
-``--target``
-another target (a multi-class one: TSTR
-weighted F1 in the ``tstr_roc`` column); ``--kwargs`` is a JSON of flat DP-HP settings for the arm
-(``harness.make``: constructor arguments and kernel / training fields by name); the environment variable ``NOISE_WEIGHTED=0`` turns the
-objectives' noise weighting off in this study's process (every factor 1, as before it existed;
+``--noise-seed N`` fixes the noise at N for every seed, so that the seeds vary the generator's
+random_state only; ``--float-amounts`` makes the capital amounts floats with most rows at 0
+(``float_amounts``); ``--target`` another target (a multi-class one: TSTR weighted F1 in the
+``tstr_roc`` column); ``--kwargs`` is a JSON of flat DP-HP settings for the arm
+(``harness.make``: constructor arguments and kernel / training fields by name); the
+environment variable ``NOISE_WEIGHTED=0`` turns the objectives' noise weighting off in this
+study's process (every factor 1, as before it existed;
 ``engines.generator_training.objective_noise_weights``), where the code has it.
 """
 
@@ -91,7 +92,7 @@ def adult_sample_split(n, amounts=False):
 
 
 def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
-            amounts=False):
+            amounts=False, noise_seed=None):
     from sdmetrics.reports.single_table import QualityReport
 
     from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
@@ -106,7 +107,8 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'
     cls = DPMERFSynthesizer if method == 'dpmerf' else DPHPSynthesizer
     synth = harness.make(cls, metadata, epsilon, random_state=seed, verbose=False,
                          domain=domain, target_column=target, **(kwargs or {}))
-    with warnings.catch_warnings(), harness.fixed_noise(seed):
+    noise_seed = seed if noise_seed is None else noise_seed
+    with warnings.catch_warnings(), harness.fixed_noise(noise_seed):
         warnings.simplefilter('ignore')
         start = time.perf_counter()
         synth.fit({'adult': train})
@@ -119,7 +121,8 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'
                            bounds=domain['known_min_max_values'])
     props = report.get_properties().set_index('Property')['Score']
     plan = synth.get_privacy_report().plan
-    row = dict(label=label, method=method, n=n, epsilon=epsilon, seed=seed, fit_s=round(fit_s, 2),
+    row = dict(label=label, method=method, n=n, epsilon=epsilon, seed=seed, noise_seed=noise_seed,
+               fit_s=round(fit_s, 2),
                amounts=amounts,
                quality=report.get_score(), shapes=props['Column Shapes'],
                pairs=props['Column Pair Trends'],
@@ -142,6 +145,8 @@ def main(argv=None):
     parser.add_argument('--target', default='income',
                         help='target_column (a categorical column of the bundled domain)')
     parser.add_argument('--method', choices=('dphp', 'dpmerf'), default='dphp')
+    parser.add_argument('--noise-seed', type=int,
+                        help='one fixed noise for every seed (the seeds vary random_state only)')
     parser.add_argument('--float-amounts', action='store_true',
                         help='capital amounts with cents and not declared integer (float_amounts)')
     args = parser.parse_args(argv)
@@ -150,7 +155,8 @@ def main(argv=None):
         for epsilon in args.epsilons:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 rows.append(run_one(n, epsilon, seed, args.label, json.loads(args.kwargs),
-                                    args.target, args.method, args.float_amounts))
+                                    args.target, args.method, args.float_amounts,
+                                    args.noise_seed))
                 frame = pd.DataFrame(rows)
                 if os.path.exists(args.out) and len(rows) == 1:
                     frame = pd.concat([pd.read_csv(args.out), frame])

@@ -23,15 +23,13 @@ dropped one gives it to the terms that remain (the plan is renormalised, so the 
 unchanged). It repeats until every optional term is below ``max_ratio``. The method's own kernel
 (the first term) and the class proportions are never dropped; a Hermite sum kernel as that
 kernel is narrowed to a lower order (at least ``MIN_CORE_ORDER``) while its expected noise norm
-is above its bound. ``weak_signal`` then says whether that kernel, with the budget it got, still
-expects noise above its signal bound: the fit warns before spending.
+is above its bound. ``plan_warning.weak_signal`` then says whether that kernel, with the budget
+it got, still expects noise above its signal bound: the fit warns before spending.
 """
 
 import math
-import warnings
 from dataclasses import asdict, dataclass, replace
 
-from sdv_dpkme.engines.errors import NoiseDominatedWarning
 from sdv_dpkme.engines.kme_pairs import pairs_index, selectable
 from sdv_dpkme.engines.kme_plan import plan_releases
 from sdv_dpkme.features import (
@@ -464,32 +462,3 @@ def note_class_shares(entries, release_std, combined_std, count):
         'the class-conditional releases (post-processing): noise std per share '
         f'{combined_std:.3g} instead of {release_std:.3g}; a class whose share comes out <= 0 '
         'keeps its mean given a share >= 0 (of the order of that std)')
-
-
-def weak_signal(entries):
-    """The method's own kernel (the plan's first entry) when its expected noise norm is above
-    its signal bound (its noise can outweigh all its signal), else None. Where that release is
-    not judged here (subsampled per step), the least noisy kept release stands in."""
-    own = entries[0] if entries and math.isfinite(entries[0].ratio) else min(
-        (e for e in entries if e.decision != 'dropped' and e.group != 'class_proportions'
-         and math.isfinite(e.ratio)), key=lambda e: e.ratio, default=None)
-    return own if own is not None and own.ratio > 1 else None
-
-
-def warn_if_weak(entries, n, epsilon):
-    """``NoiseDominatedWarning`` before any spend when ``weak_signal``; says what to expect and
-    what would help. Quotes only public numbers (n is public in this package)."""
-    best = weak_signal(entries)
-    if best is None:
-        return
-    dropped = [e.group for e in entries if e.decision == 'dropped']
-    left_out = f' (the plan already left out {dropped})' if dropped else ''
-    warnings.warn(
-        f"At n={n} rows and epsilon={epsilon:g}, the plan's main release '{best.group}' "
-        f'expects noise of norm {best.ratio:.2g} times the largest norm its signal can have'
-        f'{left_out}. Expect synthetic rows that follow the data only roughly: blurred column '
-        'shapes, little of how columns move together, class shares off. More rows, a larger '
-        'epsilon, or fewer or narrower columns (fewer categories, a coarser public grouping) '
-        'would help. Nothing has been spent yet.',
-        NoiseDominatedWarning, stacklevel=4,
-    )

@@ -10,7 +10,8 @@ from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer, NoiseDominatedWarning
 from sdv_dpkme.engines import kme_plan
 from sdv_dpkme.engines.kernel_terms import dphp_terms, shared_terms
 from sdv_dpkme.engines.kme import PairSelection
-from sdv_dpkme.engines.noise_plan import choose_releases, weak_signal
+from sdv_dpkme.engines.noise_plan import PlanEntry, choose_releases
+from sdv_dpkme.engines.plan_warning import warn_if_weak, weak_signal
 from sdv_dpkme.features import Block
 from sdv_dpkme.privacy import PrivacyAccountant
 from sdv_dpkme.privacy.recorder import recording
@@ -88,6 +89,32 @@ def test_the_fixed_plan_keeps_every_term_even_at_tiny_n():
     assert _key(kept) == _key(_terms()) and selects
     assert all(e.decision == 'kept' for e in entries.values())
     assert weak_signal(list(entries.values())) is not None  # but the numbers say it is noise
+
+
+def _entry(group, ratio, decision='kept'):
+    return PlanEntry(group, decision, int(decision != 'dropped'), 1, 10, 0.1, 1.0, ratio, 1.0,
+                     ratio, '')
+
+
+def _warning(entries):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        warn_if_weak(entries, 215, 0.3)
+    return [str(w.message) for w in caught if issubclass(w.category, NoiseDominatedWarning)]
+
+
+def test_the_warning_says_when_every_release_is_mostly_noise():
+    # the main kernel above its bound in both; only the second plan has no kept release at or
+    # below it (the dropped term and the class proportions do not count)
+    proportions = _entry('class_proportions', 0.5)
+    some_signal = [_entry('sum_kernel', 4.4), _entry('one_way', 0.8), proportions]
+    all_noise = [_entry('sum_kernel', 4.4), _entry('pairs', 4.9), _entry('one_way', 2.2),
+                 _entry('product_kernel', 191.0, 'dropped'), proportions]
+    (partly,), (wholly,) = _warning(some_signal), _warning(all_noise)
+    assert 'n=215' in partly and 'Every release' not in partly
+    assert "Every release of the plan is mostly noise (the least noisy, 'one_way', at 2.2" \
+        in wholly and 'drawn independently and uniformly from the declared domain' in wholly
+    assert _warning([_entry('sum_kernel', 0.9), _entry('pairs', 4.9)]) == []
 
 
 def test_product_redraws_are_narrowed_and_rescheduled():
