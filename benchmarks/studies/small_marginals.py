@@ -91,13 +91,30 @@ def adult_sample_split(n, amounts=False):
     return train.reset_index(drop=True), test, metadata, domain
 
 
-def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
-            amounts=False, noise_seed=None):
+def score(test, out, metadata, domain, target='income'):
+    """SDMetrics quality, column shapes and pair trends of ``out`` against the test rows, and
+    TSTR (ROC AUC; weighted F1 for a multi-class target)."""
     from sdmetrics.reports.single_table import QualityReport
 
+    from sdv_dpkme.evaluation import evaluate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        report = QualityReport()
+        report.generate(test, out, metadata.to_dict()['tables']['adult'], verbose=False)
+        utility = evaluate(test, out, metadata, target_column=target, alphas=(),
+                           categories=domain['known_categories'],
+                           bounds=domain['known_min_max_values'])
+    props = report.get_properties().set_index('Property')['Score']
+    return dict(quality=report.get_score(), shapes=props['Column Shapes'],
+                pairs=props['Column Pair Trends'],
+                tstr_roc=float(utility.get('tstr_roc_auc', utility.get('tstr_f1', float('nan')))))
+
+
+def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
+            amounts=False, noise_seed=None):
     from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
     from sdv_dpkme.engines import generator_training
-    from sdv_dpkme.evaluation import evaluate
 
     if hasattr(generator_training, 'objective_noise_weights') and \
             os.environ.get('NOISE_WEIGHTED', '1') == '0':
@@ -114,19 +131,12 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'
         synth.fit({'adult': train})
         fit_s = time.perf_counter() - start
         out = synth.sample(len(train))['adult']
-        report = QualityReport()
-        report.generate(test, out, metadata.to_dict()['tables']['adult'], verbose=False)
-        utility = evaluate(test, out, metadata, target_column=target, alphas=(),
-                           categories=domain['known_categories'],
-                           bounds=domain['known_min_max_values'])
-    props = report.get_properties().set_index('Property')['Score']
+    scores = score(test, out, metadata, domain, target)
     plan = synth.get_privacy_report().plan
     row = dict(label=label, method=method, n=n, epsilon=epsilon, seed=seed, noise_seed=noise_seed,
                fit_s=round(fit_s, 2),
                amounts=amounts,
-               quality=report.get_score(), shapes=props['Column Shapes'],
-               pairs=props['Column Pair Trends'],
-               tstr_roc=float(utility.get('tstr_roc_auc', utility.get('tstr_f1', float('nan')))),
+               **scores,
                edge_columns=' '.join(edge_columns(train, out, domain['known_min_max_values'])),
                plan=' '.join(f"{p['group']}:{p['decision']}" for p in plan))
     print(row, flush=True)

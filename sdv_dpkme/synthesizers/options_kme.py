@@ -179,11 +179,10 @@ class _KMETraining:
             justify more rows).
         edge_snap: sampled numeric (and datetime) values within this distance of a bound on
             the column's encoded [0, 1] scale (a share of the range on a linear scale) are set
-            to the bound (post-processing). The generator's sigmoid
-            never reaches a bound, so a column whose rows sit on one (a money column's zeros)
-            would otherwise have none there; the default is the finest length of the marginal
-            kernels (0.01), below which the releases do not tell a value from the bound.
-            0: off.
+            to the bound (post-processing). The generator's sigmoid never reaches a bound, so
+            a column whose rows sit on one (a money column's zeros) would otherwise have none
+            there; the default is the finest length of the marginal kernels (0.01), below which
+            the releases do not tell a value from the bound. 0: off.
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
         auto_steps_limit: the absolute cap of steps='auto', however wide the table (None:
