@@ -238,20 +238,30 @@ def _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss, cla
 
 
 def objective_noise_weights(objectives, floors, pooled_weight):
-    """Public per-objective loss factors (S + N_min) / (S + N_k), N_k the release noise energy
-    in one unit of objective k's loss (its noise floor over the loss's class weight), S = 1 the
-    largest signal energy (every map has ||phi|| <= 1).
+    """Public per-objective loss factors (1 + e_min) / (1 + e_k), e_k = (sigma_k / (b_k / 2))^2:
+    the release's noise variance per coordinate (per unit of objective k's loss, sigma_k^2 =
+    its noise floor over the loss's class weight and the map's width) against half the range a
+    coordinate can take (every |phi_j| <= b_k, the map's ``coordinate_bound``; 1 if it has none).
 
-    The minimiser of ||target - E phi(G)||^2 for a target far outside the set of embeddings a
+    The minimiser of ||target - E phi(G)||^2 for a target outside the set of embeddings a
     distribution can have sits on that set's boundary: point masses. A numeric column then goes
     to a box edge, where every sine feature of the Fourier maps vanishes, when the noisy sine
-    coefficients of its many pairs sum below zero. Weighing the terms by how much of them is
-    noise (inverse-variance, as ``class_loss_weights`` does across classes) lets the cleaner
-    terms (the column's own shape) hold it. Terms of negligible noise keep a factor near 1;
-    a term without a known noise (subsampled per step) keeps 1."""
-    # the floors are summed over the classes times their loss weights l_c (pooled: times
-    # sum_c l_c), the signal bound likewise: per unit, floor / sum_c l_c
-    energies = [None if f is None else f / pooled_weight for f in floors]
+    coefficients of its many pairs sum below zero. What pushes a target out of that set is its
+    noise along single directions, against how far the embeddings reach in them, so the noise
+    counts per coordinate: the total energy of a wide map grows with its width while the
+    directions the generator can follow stay few (weighed by the total, the all-pairs term of
+    a 51-state column lost most of its weight at a noise far inside every coordinate's range).
+    Inverse variance in units of that half range, as ``class_loss_weights`` does across
+    classes, lets the cleaner terms hold a column. Terms of negligible noise keep a factor near
+    1; a term without a known noise (subsampled per step) keeps 1."""
+    energies = []
+    for objective, floor in zip(objectives, floors):
+        if floor is None:
+            energies.append(None)
+            continue
+        fmap = objective.feature_map
+        half_range = float(getattr(fmap, 'coordinate_bound', 1.0)) / 2
+        energies.append(floor / pooled_weight / max(1, fmap.dim) / half_range ** 2)
     known = [e for e in energies if e is not None]
     if not known:
         return [1.0] * len(objectives)

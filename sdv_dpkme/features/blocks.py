@@ -92,6 +92,9 @@ class BlockFeatureMap:
     """Shared part of the sum and product maps: per-block features psi_b."""
 
     norm_bound = 1.0
+    # every coordinate of a valid row's phi is at most this in size (a product of unit-norm
+    # blocks: 1); it scales the noise weights of training (``objective_noise_weights``)
+    coordinate_bound = 1.0
 
     def __init__(self, blocks, order, sigma2):
         if not blocks:
@@ -153,6 +156,11 @@ class SumKernelMap(BlockFeatureMap):
     """Sum (mean) of per-column kernels."""
 
     additive = True  # a sum over single columns (see ``TabularGenerator.training_rows``)
+
+    @property
+    def coordinate_bound(self):
+        """|phi_j| <= 1 / sqrt(m) on valid rows: unit-norm blocks over sqrt(m)."""
+        return 1.0 / math.sqrt(len(self.blocks))
 
     @property
     def replace_bound(self):

@@ -96,6 +96,11 @@ class FourierMarginalMap:
     def dim(self):
         return sum(self._series.width(b) for b in self.blocks)
 
+    @property
+    def coordinate_bound(self):
+        """|phi_j| <= 1 / sqrt(p) on valid rows: unit-norm columns over sqrt(p)."""
+        return 1.0 / math.sqrt(len(self.blocks))
+
     def __call__(self, x):
         parts = self._series.column_features(x, self.blocks)
         return torch.cat(parts, dim=1) / math.sqrt(len(self.blocks))

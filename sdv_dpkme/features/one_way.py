@@ -57,6 +57,11 @@ class OneWayMap:
     def dim(self):
         return sum(b.width for b in self.categorical) + (self.numeric.dim if self.numeric else 0)
 
+    @property
+    def coordinate_bound(self):
+        """|phi_j| <= 1 / sqrt(m) on valid rows: unit-norm columns over sqrt(m)."""
+        return 1.0 / math.sqrt(self.n_columns)
+
     def __call__(self, x):
         parts = [b.of(x) / math.sqrt(self.n_columns) for b in self.categorical]
         if self.numeric is not None:

@@ -307,6 +307,12 @@ class PairwiseKernelMap:
         return int(self._flat.numel())
 
     @property
+    def coordinate_bound(self):
+        """|phi_j| <= 1 / sqrt(P) on valid rows: one entry of a unit-norm outer product over
+        sqrt(P)."""
+        return 1.0 / math.sqrt(self.n_pairs)
+
+    @property
     def replace_bound(self):
         """sup ||y (x) phi(x) - y' (x) phi(x')|| over two projected rows and classes: the
         replace-one sensitivity of the class sums. Another class: <= sqrt(2). The same class:

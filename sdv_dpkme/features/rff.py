@@ -88,6 +88,14 @@ class FourierKernelMap:
         delta = sum(len(c) if kind == 'cat' else 2 for kind, c in self._delta)
         return self._rff_dim + delta
 
+    @property
+    def coordinate_bound(self):
+        """The largest |phi_j| on valid rows: sqrt(2 p / (m D)) in the RFF part, 1 / sqrt(m) in
+        a delta block."""
+        p = len(self._value_columns)
+        rff = math.sqrt(2.0 * p / (self._m * self.n_features)) if self._rff_dim else 0.0
+        return max(rff, 1.0 / math.sqrt(self._m) if self._delta else 0.0)
+
     def _weights(self, x):
         key = (x.dtype, x.device)
         if key not in self._cast:
