@@ -5,7 +5,8 @@ binary ``target`` with 0.89 % positives and 74 numeric columns). The two ids are
 seeded split keeps 116,600 training rows (80 %), the rest is the test split. Declared: the target
 (categories 0, 1) and the bounds of every numeric column, taken as the min and max of the whole
 published file (a benchmark assumption: public here because the file is; a user would state
-instrument ranges). epsilon = 1, every other DP-HP argument default, unless ``--steps`` is given.
+instrument ranges). epsilon = 1 (``--epsilon``), every other DP-HP argument default, unless
+``--steps`` is given.
 
 Per arm: fit time by stage (cProfile of the fit: preprocess, one pass, generator training,
 post-processing), the steps and seconds per step, peak RSS of the arm's own process, SDMetrics
@@ -73,7 +74,7 @@ def load(rows=None, seed=0):
     return train.reset_index(drop=True), test.reset_index(drop=True), metadata, bounds
 
 
-def run_arm(name, rows, steps, eval_rows, seed, threads=2, kwargs=None, save=None):
+def run_arm(name, rows, steps, eval_rows, seed, threads=2, kwargs=None, save=None, epsilon=1.0):
     import torch
     from sdmetrics.reports.single_table import QualityReport
     from sdv.single_table import GaussianCopulaSynthesizer
@@ -86,11 +87,11 @@ def run_arm(name, rows, steps, eval_rows, seed, threads=2, kwargs=None, save=Non
         synth = harness.make(GaussianCopulaSynthesizer, metadata, None)
     else:
         extra = dict(kwargs or {}, **({} if steps is None else {'steps': steps}))
-        synth = harness.make(sdv_dpkme.DPHPSynthesizer, metadata, 1.0, target_column='target',
+        synth = harness.make(sdv_dpkme.DPHPSynthesizer, metadata, epsilon, target_column='target',
                              known_min_max_values=bounds, known_categories={'target': [0, 1]},
                              random_state=seed, verbose=False, **extra)
     row = {'arm': name, 'rows': len(train), 'seed': seed, 'threads': threads,
-           'kwargs': kwargs or {}}
+           'kwargs': kwargs or {}, 'epsilon': None if name == 'GaussianCopula' else epsilon}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         _, seconds = harness.stage_times(lambda: synth.fit({TABLE: train}), STAGES)
@@ -131,12 +132,18 @@ def _part(record, metric):
     return '' if score is None else f'{score:.3f} ({count})'
 
 
+def _epsilon(record):
+    if record['arm'] == 'GaussianCopula':
+        return ''
+    return f"{record.get('epsilon', 1.0):g}"  # runs before --epsilon were all at 1
+
+
 def render(records, info):
     rows = []
     for r in records:
         stages = r.get('stages', {})
         rows.append([
-            r['arm'], r.get('seed', 0), f"{r['rows']:,}", r.get('steps', ''), f"{r['fit_s']:.0f}",
+            r['arm'], r.get('seed', 0), _epsilon(r), f"{r['rows']:,}", r.get('steps', ''), f"{r['fit_s']:.0f}",
             ' / '.join(f"{stages.get(k, 0):.0f}" for k in STAGES),
             f"{r['s_per_step']:.2f}" if 's_per_step' in r else '', f"{r['peak_mb']:,.0f}",
             f"{r['quality']:.3f}", f"{r['shapes']:.3f}", f"{r['pair_trends']:.3f}",
@@ -144,7 +151,7 @@ def render(records, info):
             r.get('threads', 1),
         ])
     table = harness.markdown_table(
-        ['arm', 'seed', 'training rows', 'steps', 'fit s',
+        ['arm', 'seed', 'epsilon', 'training rows', 'steps', 'fit s',
          's by stage (' + ' / '.join(STAGES) + ')', 's / step', 'peak MB', 'quality', 'shapes',
          'pair trends', 'of which: numeric correlation (pairs)',
          'of which: numeric x target (pairs)', 'torch threads'], rows)
@@ -161,6 +168,8 @@ def main(argv=None):
     parser.add_argument('--eval-rows', type=int, default=20_000)
     parser.add_argument('--arms', default='DPHP,GaussianCopula')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--epsilon', type=float, default=1.0,
+                        help="DP-HP's epsilon; 'inf' for the noise-free reference fit")
     parser.add_argument('--threads', type=int, default=2, help='torch threads (the machine: 2)')
     parser.add_argument('--kwargs', type=json.loads, default=None,
                         help='JSON of extra DP-HP settings (flat names), e.g. \'{"steps": 600}\'')
@@ -171,7 +180,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     for arm in args.arms.split(','):
         row = harness.run_isolated(run_arm, arm, args.rows, args.steps, args.eval_rows, args.seed,
-                                   args.threads, args.kwargs, args.save_synthetic)
+                                   args.threads, args.kwargs, args.save_synthetic, args.epsilon)
         row['args'] = vars(args)
         harness.append_jsonl(Path(args.out).with_suffix('.jsonl'), row)
         print(json.dumps(row, default=str)[:600], flush=True)
