@@ -143,7 +143,8 @@ def render(records, info):
     for r in records:
         stages = r.get('stages', {})
         rows.append([
-            r['arm'], r.get('seed', 0), _epsilon(r), f"{r['rows']:,}", r.get('steps', ''), f"{r['fit_s']:.0f}",
+            r['arm'], r.get('seed', 0), _epsilon(r), f"{r['rows']:,}", r.get('steps', ''),
+            f"{r['fit_s']:.0f}",
             ' / '.join(f"{stages.get(k, 0):.0f}" for k in STAGES),
             f"{r['s_per_step']:.2f}" if 's_per_step' in r else '', f"{r['peak_mb']:,.0f}",
             f"{r['quality']:.3f}", f"{r['shapes']:.3f}", f"{r['pair_trends']:.3f}",
