@@ -106,9 +106,9 @@ def test_a_small_fit_keeps_its_numeric_columns_off_the_box_edges(seed):
 
 def test_a_wide_map_whose_noise_is_inside_every_coordinates_range_keeps_its_weight():
     # issue 42, FARS at eps 0.3: the all-pairs term of a 51-state column has a total noise
-    # energy far above its signal bound, yet per coordinate its noise std is about a sixth of the range.
-    # Weighed by the total it kept 5 % of its weight and CASE_STATE's shape fell 0.90 -> 0.59
-    # (fixed noise); the generator can follow such a map only along few directions.
+    # energy far above its signal bound, yet per coordinate its noise std is about a sixth of
+    # the range. Weighed by the total it kept 5 % of its weight and CASE_STATE's shape fell
+    # 0.90 -> 0.59 (fixed noise); the generator can follow such a map only along few directions.
     from sdv_dpkme.features import PairwiseKernelMap
 
     blocks = [Block(f'c{i}', 'categorical', tuple(range(10 * i, 10 * i + 10))) for i in range(6)]
