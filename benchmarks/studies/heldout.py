@@ -49,11 +49,18 @@ N_BINS = 10
 TV_SUBSETS = 1000
 #: methods in the order a run starts them (the first three first, at ε = 1, seed 0)
 METHODS = {'dphp': 'DP-HP', 'gaussiancopula': 'GaussianCopula (not private)', 'mst': 'MST',
-           'dpmerf': 'DP-MERF', 'aim': 'AIM', 'mst_replace': 'MST, replace-one'}
+           'dpmerf': 'DP-MERF', 'aim': 'AIM', 'mst_replace': 'MST, replace-one',
+           'uniform': 'uniform over the declared domain (reads no row)'}
 FIRST = ('dphp', 'gaussiancopula', 'mst')
 PEERS = ('mst', 'aim', 'mst_replace')
 PRIVATE = ('dphp', 'dpmerf', 'mst', 'aim', 'mst_replace')
 REFERENCE = 'real'
+#: a zero-budget reference (added at stop 59, beside the protocol): each column drawn uniformly
+#: from its public codes (``_codes``: categories, 10 public bins, 'na' where nullable), decoded as
+#: MST's codes are. A private method below it spent its budget to do worse than no data.
+PRIOR = 'uniform'
+#: methods with one cell per seed and no ε
+NO_EPSILON = ('gaussiancopula', PRIOR)
 LABELS = {REFERENCE: 'real train rows', **METHODS}
 #: tables with a multi-class target (TSTR: F1 / accuracy instead of ROC / PR)
 MULTICLASS = ('wine', 'fars')
@@ -74,8 +81,9 @@ TABLES = {
                 'no public bounds'),
 }
 #: cells the protocol leaves out, and why
-EXCLUDED = {('protein', peer): 'no public bounds: the DP-honest runner bins numeric columns on '
-                               'public bounds only' for peer in PEERS}
+EXCLUDED = {**{('protein', peer): 'no public bounds: the DP-honest runner bins numeric columns on '
+                                  'public bounds only' for peer in PEERS},
+            ('protein', PRIOR): 'no public bounds to draw from'}
 FIELDS = ('table', 'method', 'epsilon', 'seed', 'error', 'quality', 'column_shapes',
           'column_pair_trends', 'tstr_a', 'tstr_b', 'tv_alpha3', 'fit_s', 'sample_s', 'peak_mb',
           'eval_s', 'wall_s', 'epsilon_spent', 'rare_share_real', 'rare_share_synthetic',
@@ -309,6 +317,13 @@ def run_cell(cell):
             timeout=cell['timeout'], one_thread=True,
             neighbours='replace-one' if method.endswith('_replace') else 'add-remove')
         table = _decode(codes, plan, train, seed)
+    elif method == PRIOR:
+        _, domain, plan = _codes(train, metadata, declared)  # only its public code lists
+        rng = np.random.default_rng(seed)
+        codes = pd.DataFrame({c: rng.choice(labels, size=len(train))
+                              for c, labels in domain['known_categories'].items()})
+        table = _decode(codes, plan, train, seed)
+        row.update(fit_s=0.0, sample_s=0.0, peak_mb=harness.vm_hwm_mb())
     else:
         import sdv_dpkme
         from sdv.single_table import GaussianCopulaSynthesizer
@@ -383,7 +398,7 @@ def grid(names=tuple(TABLES), methods=tuple(METHODS), epsilons=EPSILONS, seeds=S
             if (table, method) in EXCLUDED:
                 continue
             for seed in seeds:
-                for epsilon in ([None] if method == 'gaussiancopula' else epsilons):
+                for epsilon in ([None] if method in NO_EPSILON else epsilons):
                     cells.append(dict(table=table, method=method, epsilon=epsilon, seed=seed))
 
     def order(cell):

@@ -1,0 +1,140 @@
+"""Probe (issue 42, stop 59): James-Stein shrinkage of the released targets, on small Adult samples.
+
+Not a package option: a run-time patch of ``engines.kme.train`` that rewrites each released
+class target t_c (dimension d, public per-coordinate noise variance s_c^2) as
+
+    m + max(0, 1 - (d - 2) s_c^2 / ||t_c - m||^2) (t_c - m)
+
+before the generator trains on it (post-processing of the releases: no budget, no data read).
+Arms (``--arm``):
+
+* ``base``: no shrinkage (the package as it is);
+* ``uniform``: m = the embedding, under the same feature map, of a public prior: every
+  column uniform over its declared domain (numeric values uniform in [0, 1] on the encoded
+  scale, categories uniform, no missing values), 8,192 rows drawn with a fixed seed; pooled
+  targets shrink toward the class-weighted prior;
+* ``pooled``: class targets shrink toward the class-weighted mean of the class targets (their
+  pooled estimate, with variance sum_c w_c^2 s_c^2); pooled targets are left alone.
+
+Each fit is ``small_marginals.run_one`` (fixed noise per seed, so the arms are paired; such
+fits are not private). Rows are appended to ``--out`` as JSON lines, with the shrinkage factors.
+
+    python -m benchmarks.studies.prior_shrinkage --arm uniform --n 215 500 --epsilons 0.3 1 \
+        --seeds 5 --out /tmp/prior_shrinkage.jsonl
+"""
+
+import argparse
+import dataclasses
+import json
+
+import numpy as np
+import torch
+
+from benchmarks.studies import small_marginals
+
+FACTORS = []  # (objective, class, dimension, factor) of the last fit
+
+
+def _prior_rows(blocks, width, target, c, m, generator):
+    x = torch.zeros(m, width)
+    for block in blocks:
+        if block.kind == 'numeric':
+            x[:, block.columns[0]] = torch.rand(m, generator=generator)
+        else:
+            pick = torch.randint(len(block.columns), (m,), generator=generator)
+            x[torch.arange(m), torch.as_tensor(block.columns)[pick]] = 1.0
+    if target is not None:
+        x[:, list(target.columns)] = 0.0
+        x[:, target.columns[c]] = 1.0
+    return x
+
+
+def _prior_means(blocks, columns, target, objectives, rows=8192):
+    from sdv_dpkme.features.columns import split_columns
+
+    generator = torch.Generator().manual_seed(12345)
+    n_classes = 1 if target is None else target.width
+    means = {}
+    for c in range(n_classes):
+        x = _prior_rows(blocks, len(columns), target, c, rows, generator)
+        y = torch.zeros(rows, n_classes)
+        y[:, c] = 1.0
+        with split_columns(x, blocks), torch.no_grad():
+            for objective in objectives:
+                if isinstance(objective.target, torch.Tensor):
+                    sums, _ = objective.feature_map.class_moments(x, y)
+                    means.setdefault(objective.name, []).append((sums[c] / rows).double())
+    return {name: torch.stack(m) for name, m in means.items()}
+
+
+def _shrink(value, centre, variance):
+    d = value.shape[0]
+    gap = float((value - centre) @ (value - centre))
+    factor = max(0.0, 1.0 - (d - 2) * variance / gap) if d > 2 and gap > 0 else 1.0
+    return centre + factor * (value - centre), factor
+
+
+def shrunk(objectives, blocks, columns, target, weights, arm):
+    """The objectives with their fixed targets shrunk as ``arm`` says."""
+    FACTORS.clear()
+    priors = _prior_means(blocks, columns, target, objectives) if arm == 'uniform' else {}
+    mix = torch.as_tensor(np.asarray(weights, float))
+    mix = mix / mix.sum()
+    out = []
+    for o in objectives:
+        if not isinstance(o.target, torch.Tensor) or o.noise_std is None or \
+                (arm == 'pooled' and (o.pooled or o.target.shape[0] < 2)):
+            out.append(o)
+            continue
+        t = o.target.clone().double()
+        variance = o.noise_std.double() ** 2
+        if arm == 'uniform':
+            centre = priors[o.name]
+            if o.pooled:
+                centre = (mix[:, None] * centre).sum(0, keepdim=True)
+        else:
+            centre = (mix[:, None] * t).sum(0).expand_as(t)
+        for c in range(t.shape[0]):
+            t[c], factor = _shrink(t[c], centre[c], float(variance[c]))
+            FACTORS.append((o.name, c, t.shape[1], round(factor, 3)))
+        out.append(dataclasses.replace(o, target=t.to(o.target.dtype)))
+    return out
+
+
+def patch(arm):
+    from sdv_dpkme.engines import kme
+
+    original = kme.train
+
+    def train(blocks, columns, target, weights, objectives, training, rng, verbose):
+        objectives = shrunk(objectives, blocks, columns, target, weights, arm)
+        return original(blocks, columns, target, weights, objectives, training, rng, verbose)
+
+    if arm != 'base':
+        kme.train = train
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--arm', choices=('base', 'uniform', 'pooled'), required=True)
+    parser.add_argument('--n', type=int, nargs='+', default=[215, 500])
+    parser.add_argument('--epsilons', type=float, nargs='+', default=[0.3, 1.0])
+    parser.add_argument('--seeds', type=int, default=5)
+    parser.add_argument('--out', default='/tmp/prior_shrinkage.jsonl')
+    args = parser.parse_args(argv)
+    patch(args.arm)
+    with open(args.out, 'a', encoding='utf-8') as handle:
+        for n in args.n:
+            for epsilon in args.epsilons:
+                for seed in range(args.seeds):
+                    row = small_marginals.run_one(n, epsilon, seed, args.arm)
+                    row = {k: (float(v) if isinstance(v, np.floating) else v)
+                           for k, v in row.items()}
+                    row['factors'] = sorted({(name, f) for name, _, _, f in FACTORS})
+                    handle.write(json.dumps(row) + '\n')
+                    handle.flush()
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
