@@ -319,7 +319,7 @@ def run_cell(cell):
         table = _decode(codes, plan, train, seed)
     elif method == PRIOR:
         _, domain, plan = _codes(train, metadata, declared)  # only its public code lists
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng([seed, 1])  # not _decode's stream (seed), which draws in bins
         codes = pd.DataFrame({c: rng.choice(labels, size=len(train))
                               for c, labels in domain['known_categories'].items()})
         table = _decode(codes, plan, train, seed)
