@@ -14,7 +14,9 @@ Arms (``--arm``):
   scale, categories uniform, no missing values), 8,192 rows drawn with a fixed seed; pooled
   targets shrink toward the class-weighted prior;
 * ``pooled``: class targets shrink toward the class-weighted mean of the class targets (their
-  pooled estimate, with variance sum_c w_c^2 s_c^2); pooled targets are left alone.
+  pooled estimate, with variance sum_c w_c^2 s_c^2); pooled targets are left alone;
+* ``draw``: no fit; the prior itself, scored the same way: every column drawn uniformly over its
+  declared bounds (integer columns rounded) or categories, with ``numpy`` seeded by the seed.
 
 Each fit is ``small_marginals.run_one`` (fixed noise per seed, so the arms are paired; such
 fits are not private). Rows are appended to ``--out`` as JSON lines, with the shrinkage factors.
@@ -114,9 +116,28 @@ def patch(arm):
         kme.train = train
 
 
+def uniform_draw(n, seed):
+    """The ``draw`` arm's row: n rows of the prior, scored as ``small_marginals`` scores."""
+    import pandas as pd
+
+    train, test, metadata, domain = small_marginals.adult_sample_split(n)
+    rng = np.random.default_rng(seed)
+    table = {}
+    for column in train.columns:
+        if column in domain['known_min_max_values']:
+            table[column] = rng.uniform(*domain['known_min_max_values'][column], n)
+        else:
+            table[column] = rng.choice(np.array(domain['known_categories'][column], object), n)
+    table = pd.DataFrame(table)
+    for column in domain.get('integer_columns', []):
+        table[column] = table[column].round().astype('int64')
+    scores = small_marginals.score(test, table, metadata, domain)
+    return dict(label='draw', n=n, seed=seed, **{k: float(v) for k, v in scores.items()})
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--arm', choices=('base', 'uniform', 'pooled'), required=True)
+    parser.add_argument('--arm', choices=('base', 'uniform', 'pooled', 'draw'), required=True)
     parser.add_argument('--n', type=int, nargs='+', default=[215, 500])
     parser.add_argument('--epsilons', type=float, nargs='+', default=[0.3, 1.0])
     parser.add_argument('--seeds', type=int, default=5)
@@ -127,6 +148,10 @@ def main(argv=None):
         for n in args.n:
             for epsilon in args.epsilons:
                 for seed in range(args.seeds):
+                    if args.arm == 'draw':  # reads no row: one draw per seed, whatever ε
+                        row = dict(uniform_draw(n, seed), epsilon=epsilon)
+                        handle.write(json.dumps(row) + '\n')
+                        continue
                     row = small_marginals.run_one(n, epsilon, seed, args.arm)
                     row = {k: (float(v) if isinstance(v, np.floating) else v)
                            for k, v in row.items()}
