@@ -294,6 +294,16 @@ def _decode(codes, plan, train, seed):
     return _align_types(pd.DataFrame(out), train)
 
 
+def uniform_table(train, metadata, declared, seed):
+    """The ``uniform`` reference: as many rows as ``train``, each column drawn uniformly from its
+    public codes (``_codes``' lists only; the encoded rows are not used) and decoded."""
+    _, domain, plan = _codes(train, metadata, declared)
+    rng = np.random.default_rng([seed, 1])  # not _decode's stream (seed), which draws in bins
+    codes = pd.DataFrame({c: rng.choice(labels, size=len(train))
+                          for c, labels in domain['known_categories'].items()})
+    return _decode(codes, plan, train, seed)
+
+
 # --------------------------------------------------------------------- one cell (child)
 def run_cell(cell):
     """Fit, sample and score one cell; runs in its own process. Returns the row."""
@@ -318,11 +328,7 @@ def run_cell(cell):
             neighbours='replace-one' if method.endswith('_replace') else 'add-remove')
         table = _decode(codes, plan, train, seed)
     elif method == PRIOR:
-        _, domain, plan = _codes(train, metadata, declared)  # only its public code lists
-        rng = np.random.default_rng([seed, 1])  # not _decode's stream (seed), which draws in bins
-        codes = pd.DataFrame({c: rng.choice(labels, size=len(train))
-                              for c, labels in domain['known_categories'].items()})
-        table = _decode(codes, plan, train, seed)
+        table = uniform_table(train, metadata, declared, seed)
         row.update(fit_s=0.0, sample_s=0.0, peak_mb=harness.vm_hwm_mb())
     else:
         import sdv_dpkme

@@ -15,8 +15,8 @@ Arms (``--arm``):
   targets shrink toward the class-weighted prior;
 * ``pooled``: class targets shrink toward the class-weighted mean of the class targets (their
   pooled estimate, with variance sum_c w_c^2 s_c^2); pooled targets are left alone;
-* ``draw``: no fit; the prior itself, scored the same way: every column drawn uniformly over its
-  declared bounds (integer columns rounded) or categories, with ``numpy`` seeded by the seed.
+* ``draw``: no fit; the prior itself, scored the same way: the held-out suite's ``uniform``
+  reference (``heldout.uniform_table``: public categories and bins, uniform in each bin).
 
 Each fit is ``small_marginals.run_one`` (fixed noise per seed, so the arms are paired; such
 fits are not private). Rows are appended to ``--out`` as JSON lines, with the shrinkage factors.
@@ -117,20 +117,12 @@ def patch(arm):
 
 
 def uniform_draw(n, seed):
-    """The ``draw`` arm's row: n rows of the prior, scored as ``small_marginals`` scores."""
-    import pandas as pd
+    """The ``draw`` arm's row: n rows of the held-out suite's ``uniform`` reference
+    (``heldout.uniform_table``) on the Adult sample, scored as ``small_marginals`` scores."""
+    from benchmarks.studies.heldout import uniform_table
 
     train, test, metadata, domain = small_marginals.adult_sample_split(n)
-    rng = np.random.default_rng(seed)
-    table = {}
-    for column in train.columns:
-        if column in domain['known_min_max_values']:
-            table[column] = rng.uniform(*domain['known_min_max_values'][column], n)
-        else:
-            table[column] = rng.choice(np.array(domain['known_categories'][column], object), n)
-    table = pd.DataFrame(table)
-    for column in domain.get('integer_columns', []):
-        table[column] = table[column].round().astype('int64')
+    table = uniform_table(train, metadata, domain, seed)
     scores = small_marginals.score(test, table, metadata, domain)
     return dict(label='draw', n=n, seed=seed, **{k: float(v) for k, v in scores.items()})
 
