@@ -15,7 +15,8 @@ Algorithm box (both papers, with the class-conditional embedding of DP-MERF §3)
      optionally (``PairSelection``) the few categorical pairs most associated in the 'pairs'
      release are released again from the same pass, with their own share (``kme_pairs``);
   5. train a generator G so that E phi_k(G(z, c)) matches the released class means; the private
-     rows are never touched again (``kme_training``);
+     rows are never touched again (``kme_training``); if G collapsed, train again on the
+     releases shrunk toward a public prior (``Training.collapse_fallback``, ``engines.prior``);
   6. post-processing, optional: fit offsets of G's categorical heads to the released tables
      beyond their noise (``Training.calibration_parents``, ``engines.calibration``) and keep a
      reweighted pool of generated rows per class (``Training.reweight_rows``).
@@ -55,6 +56,7 @@ from sdv_dpkme.engines.kme_training import (
 )
 from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
 from sdv_dpkme.engines.noise_plan import choose_releases, note_class_shares
+from sdv_dpkme.engines.prior import shrunk_objectives
 from sdv_dpkme.engines.plan_warning import warn_if_weak
 from sdv_dpkme.features import replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
@@ -172,10 +174,24 @@ def fit_minibatch(x, labels, blocks, target, columns, ledger, term, extra, share
 
 def train(blocks, columns, target, weights, objectives, training, rng, verbose):
     """Steps 5-6: a fresh generator trained against the objectives, then the post-processing
-    ``training`` asks for. Reads only the releases: post-processing, no extra epsilon."""
+    ``training`` asks for. Reads only the releases: post-processing, no extra epsilon.
+
+    With ``training.collapse_fallback``, a generator that collapsed (identical rows in some
+    class) is trained again, from a fresh start, on the releases shrunk toward a public prior
+    (``engines.prior``); the loss history's attrs['collapse_fallback'] then holds the classes
+    that collapsed and the shrinkage factors."""
     generator, history, collapsed = trained_generator(
         blocks, columns, target, weights, objectives, training, rng, verbose)
+    fallback = None
+    if collapsed and training.collapse_fallback:
+        seed = int(torch.randint(2**62, (1,), generator=rng))
+        objectives, factors = shrunk_objectives(
+            objectives, blocks, len(columns), target, weights, torch.Generator().manual_seed(seed))
+        fallback = {'collapsed': list(collapsed), 'factors': factors}
+        generator, history, collapsed = trained_generator(
+            blocks, columns, target, weights, objectives, training, rng, verbose)
     model = KMEModel(generator, columns, target, weights, history, collapsed)
+    model.loss_values.attrs['collapse_fallback'] = fallback
     return post_process(model, objectives, training, rng, verbose)
 
 

@@ -47,6 +47,7 @@ class Training:
     ordered_heads: tuple = ()  # categorical blocks over consecutive integers (discrete numbers)
     calibration_rows: int = ROWS[1]  # generated rows per calibration round (``generated_rows``)
     edge_snap: float = 0.0  # sampled numeric values this close to a box edge go to the edge
+    collapse_fallback: bool = False  # retrain a collapsed generator on shrunk releases (prior)
 
 
 def trained_generator(blocks, columns, target, weights, objectives, training, rng, verbose):

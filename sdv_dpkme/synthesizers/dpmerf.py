@@ -79,8 +79,7 @@ class DPMERFSynthesizer(BaseDPKMESynthesizer):
             self._max_noise_ratio(),
         )
         self._warn_if_unlinked(model, blocks)
-        self._warn_if_collapsed(model.collapsed_classes, target)
-        return model, self._report_notes([term, *extra])
+        return model, self._report_notes([term, *extra]) + self._warn_if_collapsed(model, target)
 
     def _report_notes(self, terms):
         return ['Random Fourier frequencies drawn with the model RNG (data-independent); length '

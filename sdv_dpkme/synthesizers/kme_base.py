@@ -125,7 +125,8 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             self._category_links(blocks), training.max_link_parents,
                             training.link_signal_ratio, int(training.calibration_parents),
                             tuple(name for name, d in self._domains.items() if is_discrete(d)),
-                            self._calibration_rows(n), float(training.edge_snap))
+                            self._calibration_rows(n), float(training.edge_snap),
+                            training.collapse_fallback)
 
     def _calibration_rows(self, n):
         rows = self.training.calibration_rows
@@ -181,11 +182,10 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                         self._training(len(x), blocks), rng, self.verbose, selection,
                         self._max_noise_ratio(), *self._one_way_fallback(blocks))
         self._warn_if_unlinked(model, blocks)
-        self._warn_if_collapsed(model.collapsed_classes, target)
         # the pairs' layout notes, unless the release plan dropped the term altogether
         dropped = {e.group for e in model.release_plan if e.decision == 'dropped'}
-        return model, self._report_notes(terms) + ([] if 'pairs' in dropped
-                                                    else self._pair_notes)
+        return model, (self._report_notes(terms) + self._warn_if_collapsed(model, target)
+                       + ([] if 'pairs' in dropped else self._pair_notes))
 
     def _warn_if_unlinked(self, model, blocks):
         """category_links=True that training could not apply: say why rather than stay silent
@@ -209,21 +209,45 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         warnings.warn(f'category_links=True was not applied: {why}. The generator was trained '
                       'with independent categorical heads.', UserWarning, stacklevel=4)
 
-    def _warn_if_collapsed(self, collapsed, target):
+    def _warn_if_collapsed(self, model, target):
+        """Warn of a collapse (also when the fallback retrained the generator); returns the
+        privacy report's note on the fallback ([] when it did not run)."""
+        fallback = model.loss_values.attrs.get('collapse_fallback')
+        collapsed = fallback['collapsed'] if fallback else model.collapsed_classes
         if not collapsed:
-            return
+            return []
         if target is None:
-            which = 'every row comes'
+            which = 'every row came'
         else:
             names = [*self._domains[target.name].categories, None]  # None: the missing bucket
             which = (f"the rows of {target.name} = "
-                     f"{', '.join(repr(names[c]) for c in collapsed)} come")
-        warnings.warn(
-            f'The trained generator collapsed: {which} out (nearly) identical (numeric columns '
-            'spread over less than 1% of their bounds, one category per column). The noisy '
-            'embeddings were too weak to train on. Refit with another random_state, or give '
-            'the fit a stronger signal: more rows, a larger epsilon, or fewer released terms '
-            "(e.g. pair_length_scale=None). In get_loss_values(), the '... above noise "
-            "floor' columns estimate how far the fit is from the true embeddings.",
-            CollapsedGeneratorWarning, stacklevel=4,
-        )
+                     f"{', '.join(repr(names[c]) for c in collapsed)} came")
+        stronger = ('more rows, a larger epsilon, or fewer released terms '
+                    '(e.g. pair_length_scale=None)')
+        first = (f'The trained generator collapsed: {which} out (nearly) identical (numeric '
+                 'columns spread over less than 1% of their bounds, one category per column). '
+                 'The noisy embeddings were too weak to train on.')
+        retry = (f'Refit with another random_state, or give the fit a stronger signal: '
+                 f"{stronger}. In get_loss_values(), the '... above noise floor' columns "
+                 'estimate how far the fit is from the true embeddings.')
+        note = None
+        if fallback:
+            factors = ', '.join(f'{name} {max(f):.2f}' for name, f in fallback['factors'].items()
+                                if f) or 'none (no single release to shrink)'
+            note = ('The generator trained on the releases collapsed, so it was trained again on '
+                    'the releases shrunk toward a prior that reads no row (every column uniform '
+                    'over its public domain; James-Stein factors, the share of each release '
+                    f'kept, at most: {factors}): post-processing, no budget '
+                    '(training.collapse_fallback).')
+            shrunk = ('It was trained again on the releases shrunk toward a prior that reads no '
+                      'row (every column uniform over its public domain)')
+            if model.collapsed_classes:
+                message = f'{first} {shrunk}, and collapsed again. {retry}'
+            else:
+                message = (f'{first} {shrunk}: expect synthetic rows close to that prior (the '
+                           'privacy report has the shrinkage). For a fit that carries the data, '
+                           f'give it {stronger}.')
+        else:
+            message = f'{first} {retry}'
+        warnings.warn(message, CollapsedGeneratorWarning, stacklevel=4)
+        return [note] if note else []

@@ -183,6 +183,12 @@ class _KMETraining:
             a column whose rows sit on one (a money column's zeros) would otherwise have none
             there; the default is the finest length of the marginal kernels (0.01), below which
             the releases do not tell a value from the bound. 0: off.
+        collapse_fallback: whether a generator that collapsed (every row of a class
+            (nearly) the same) is trained again, from a fresh start, on the releases shrunk
+            toward a public prior, each column uniform over its public domain (James-Stein:
+            each release keeps as much of its distance from the prior as stands out of its
+            public noise; ``engines.prior``). Post-processing; the privacy report says when
+            it ran. False: keep the collapsed generator (and its warning).
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
         auto_steps_limit: the absolute cap of steps='auto', however wide the table (None:
@@ -209,6 +215,7 @@ class _KMETraining:
     calibration_parents: int = 2
     calibration_rows: object = 'auto'
     edge_snap: float = 0.01
+    collapse_fallback: bool = True
     max_auto_steps: int = 800
     auto_steps_columns: int = 14
     auto_steps_limit: int = None
@@ -260,6 +267,8 @@ class _KMETraining:
               f"calibration_rows must be 'auto' or an integer >= 100, got {rows!r}.")
         check(_number(self.edge_snap) and 0 <= self.edge_snap < 0.5,
               f'edge_snap must be a number in [0, 0.5) (0: off), got {self.edge_snap!r}.')
+        check(isinstance(self.collapse_fallback, bool),
+              f'collapse_fallback must be True or False, got {self.collapse_fallback!r}.')
         check(_integer(self.max_auto_steps, 1),
               f'max_auto_steps must be an integer >= 1, got {self.max_auto_steps!r}.')
         check(self.auto_steps_columns is None or _integer(self.auto_steps_columns, 1),
@@ -365,6 +374,6 @@ class DPMERFTraining(_KMETraining):
 
     The papers' generator is ``DPMERFTraining(pair_weight=1, learning_rate_schedule='constant',
     category_smoothing=0, category_links=False, calibration_parents=0, edge_snap=0,
-    max_auto_steps=500, auto_steps_columns=None)``. In minibatch mode every step is a release,
-    so the steps also set how many.
+    collapse_fallback=False, max_auto_steps=500, auto_steps_columns=None)``. In minibatch
+    mode every step is a release, so the steps also set how many.
     """
