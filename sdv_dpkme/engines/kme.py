@@ -179,11 +179,14 @@ def train(blocks, columns, target, weights, objectives, training, rng, verbose):
     With ``training.collapse_fallback``, a generator that collapsed (identical rows in some
     class) is trained again, from a fresh start, on the releases shrunk toward a public prior
     (``engines.prior``); the loss history's attrs['collapse_fallback'] then holds the classes
-    that collapsed and the shrinkage factors."""
+    that collapsed and the shrinkage factors. Not where a target is released afresh at every
+    step (``fit_minibatch``): those releases are accounted for one training only."""
     generator, history, collapsed = trained_generator(
         blocks, columns, target, weights, objectives, training, rng, verbose)
     fallback = None
-    if collapsed and training.collapse_fallback:
+    # per-step releases (minibatch mode) are spent once, step by step: no second training
+    fixed = all(isinstance(o.target, torch.Tensor) for o in objectives)
+    if collapsed and training.collapse_fallback and fixed:
         seed = int(torch.randint(2**62, (1,), generator=rng))
         objectives, factors = shrunk_objectives(
             objectives, blocks, len(columns), target, weights, torch.Generator().manual_seed(seed))

@@ -188,7 +188,8 @@ class _KMETraining:
             toward a public prior, each column uniform over its public domain (James-Stein:
             each release keeps as much of its distance from the prior as stands out of its
             public noise; ``engines.prior``). Post-processing; the privacy report says when
-            it ran. False: keep the collapsed generator (and its warning).
+            it ran. False: keep the collapsed generator (and its warning). Not in DP-MERF's
+            minibatch mode, whose per-step releases are accounted for one training.
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
         auto_steps_limit: the absolute cap of steps='auto', however wide the table (None:

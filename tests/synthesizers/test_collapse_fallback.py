@@ -94,3 +94,17 @@ def test_collapse_fallback_must_be_a_bool_issue42(kme_cls):
     synth = build(kme_cls)
     with pytest.raises((SynthesizerInputError, ValueError), match='collapse_fallback'):
         synth.training = dataclasses.replace(synth.training, collapse_fallback='yes')
+
+
+def test_minibatch_mode_keeps_its_one_training_after_a_collapse_issue42(monkeypatch):
+    # each step's release is accounted once: a second training would need fresh releases
+    from sdv_dpkme import DPMERFSynthesizer
+
+    seen = _trainings(monkeypatch, [[1], []])
+    synth = build(DPMERFSynthesizer, target_column='label', releases='minibatch',
+                  minibatch_size=32)
+    with pytest.warns(CollapsedGeneratorWarning, match=r'Refit with another random_state'):
+        synth.fit({'t': make_table()})
+    assert len(seen) == 1 and synth._model.collapsed_classes == [1]
+    assert synth.get_loss_values().attrs['collapse_fallback'] is None
+    assert len(synth.sample(20)['t']) == 20
