@@ -56,8 +56,8 @@ from sdv_dpkme.engines.kme_training import (
 )
 from sdv_dpkme.engines.link_structure import MIN_SIGNAL_RATIO
 from sdv_dpkme.engines.noise_plan import choose_releases, note_class_shares
-from sdv_dpkme.engines.prior import shrunk_objectives
 from sdv_dpkme.engines.plan_warning import warn_if_weak
+from sdv_dpkme.engines.prior import shrunk_objectives
 from sdv_dpkme.features import replace_sensitivity
 from sdv_dpkme.privacy import SubsampledGaussianMechanism
 from sdv_dpkme.privacy.recorder import releases_done
