@@ -12,7 +12,8 @@ Arms (``--arm``):
 * ``uniform``: m = the embedding, under the same feature map, of a public prior: every
   column uniform over its declared domain (numeric values uniform in [0, 1] on the encoded
   scale, categories uniform, no missing values), 8,192 rows drawn with a fixed seed; pooled
-  targets shrink toward the class-weighted prior;
+  targets shrink toward the class-weighted prior. Since stop 60 this arm calls the package's
+  ``engines.prior.shrunk_objectives`` (the collapse fallback's shrinkage), on every fit;
 * ``pooled``: class targets shrink toward the class-weighted mean of the class targets (their
   pooled estimate, with variance sum_c w_c^2 s_c^2); pooled targets are left alone;
 * ``draw``: no fit; the prior itself, scored the same way: the held-out suite's ``uniform``
@@ -37,38 +38,6 @@ from benchmarks.studies import small_marginals
 FACTORS = []  # (objective, class, dimension, factor) of the last fit
 
 
-def _prior_rows(blocks, width, target, c, m, generator):
-    x = torch.zeros(m, width)
-    for block in blocks:
-        if block.kind == 'numeric':
-            x[:, block.columns[0]] = torch.rand(m, generator=generator)
-        else:
-            pick = torch.randint(len(block.columns), (m,), generator=generator)
-            x[torch.arange(m), torch.as_tensor(block.columns)[pick]] = 1.0
-    if target is not None:
-        x[:, list(target.columns)] = 0.0
-        x[:, target.columns[c]] = 1.0
-    return x
-
-
-def _prior_means(blocks, columns, target, objectives, rows=8192):
-    from sdv_dpkme.features.columns import split_columns
-
-    generator = torch.Generator().manual_seed(12345)
-    n_classes = 1 if target is None else target.width
-    means = {}
-    for c in range(n_classes):
-        x = _prior_rows(blocks, len(columns), target, c, rows, generator)
-        y = torch.zeros(rows, n_classes)
-        y[:, c] = 1.0
-        with split_columns(x, blocks), torch.no_grad():
-            for objective in objectives:
-                if isinstance(objective.target, torch.Tensor):
-                    sums, _ = objective.feature_map.class_moments(x, y)
-                    means.setdefault(objective.name, []).append((sums[c] / rows).double())
-    return {name: torch.stack(m) for name, m in means.items()}
-
-
 def _shrink(value, centre, variance):
     d = value.shape[0]
     gap = float((value - centre) @ (value - centre))
@@ -79,23 +48,25 @@ def _shrink(value, centre, variance):
 def shrunk(objectives, blocks, columns, target, weights, arm):
     """The objectives with their fixed targets shrunk as ``arm`` says."""
     FACTORS.clear()
-    priors = _prior_means(blocks, columns, target, objectives) if arm == 'uniform' else {}
+    if arm == 'uniform':  # the package's shrinkage (its collapse fallback), here on every fit
+        from sdv_dpkme.engines.prior import shrunk_objectives
+
+        out, factors = shrunk_objectives(objectives, blocks, len(columns), target, weights,
+                                         torch.Generator().manual_seed(12345))
+        FACTORS.extend((name, c, None, f) for name, values in factors.items()
+                       for c, f in enumerate(values))
+        return out
     mix = torch.as_tensor(np.asarray(weights, float))
     mix = mix / mix.sum()
     out = []
     for o in objectives:
         if not isinstance(o.target, torch.Tensor) or o.noise_std is None or \
-                (arm == 'pooled' and (o.pooled or o.target.shape[0] < 2)):
+                o.pooled or o.target.shape[0] < 2:
             out.append(o)
             continue
         t = o.target.clone().double()
         variance = o.noise_std.double() ** 2
-        if arm == 'uniform':
-            centre = priors[o.name]
-            if o.pooled:
-                centre = (mix[:, None] * centre).sum(0, keepdim=True)
-        else:
-            centre = (mix[:, None] * t).sum(0).expand_as(t)
+        centre = (mix[:, None] * t).sum(0).expand_as(t)
         for c in range(t.shape[0]):
             t[c], factor = _shrink(t[c], centre[c], float(variance[c]))
             FACTORS.append((o.name, c, t.shape[1], round(factor, 3)))
