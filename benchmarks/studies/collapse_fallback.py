@@ -14,28 +14,15 @@ training, and differ only by the retraining. Fits and scores as ``small_marginal
 
 import argparse
 import os
-import time
-import warnings
 
 import pandas as pd
 
-from benchmarks import harness
 from benchmarks.studies import small_marginals
 
 
 def fit_one(n, epsilon, seed, method, fallback):
-    from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
-
-    train, test, metadata, domain = small_marginals.adult_sample_split(n)
-    cls = DPMERFSynthesizer if method == 'dpmerf' else DPHPSynthesizer
-    synth = harness.make(cls, metadata, epsilon, random_state=seed, verbose=False,
-                         domain=domain, target_column='income', collapse_fallback=fallback)
-    with warnings.catch_warnings(), harness.fixed_noise(seed):
-        warnings.simplefilter('ignore')
-        start = time.perf_counter()
-        synth.fit({'adult': train})
-        fit_s = time.perf_counter() - start
-        out = synth.sample(len(train))['adult']
+    synth, _, test, metadata, domain, out, fit_s = small_marginals.fit_sample(
+        n, epsilon, seed, {'collapse_fallback': fallback}, 'income', method)
     ran = synth.get_loss_values().attrs.get('collapse_fallback')
     scores = small_marginals.score(test, out, metadata, domain, 'income')
     return dict(method=method, n=n, epsilon=epsilon, seed=seed,

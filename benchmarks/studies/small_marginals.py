@@ -111,15 +111,13 @@ def score(test, out, metadata, domain, target='income'):
                 tstr_roc=float(utility.get('tstr_roc_auc', utility.get('tstr_f1', float('nan')))))
 
 
-def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
-            amounts=False, noise_seed=None):
+def fit_sample(n, epsilon, seed, kwargs=None, target='income', method='dphp', amounts=False,
+               noise_seed=None):
+    """One fit on the n-row sample with the noise fixed (``noise_seed``, default ``seed``) and
+    ``len(train)`` sampled rows -> (synthesizer, train, test, metadata, domain, rows, fit
+    seconds)."""
     from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
-    from sdv_dpkme.engines import generator_training
 
-    if hasattr(generator_training, 'objective_noise_weights') and \
-            os.environ.get('NOISE_WEIGHTED', '1') == '0':
-        generator_training.objective_noise_weights = \
-            lambda objectives, floors, pooled_weight: [1.0] * len(objectives)
     train, test, metadata, domain = adult_sample_split(n, amounts)
     cls = DPMERFSynthesizer if method == 'dpmerf' else DPHPSynthesizer
     synth = harness.make(cls, metadata, epsilon, random_state=seed, verbose=False,
@@ -131,6 +129,20 @@ def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp'
         synth.fit({'adult': train})
         fit_s = time.perf_counter() - start
         out = synth.sample(len(train))['adult']
+    return synth, train, test, metadata, domain, out, fit_s
+
+
+def run_one(n, epsilon, seed, label, kwargs=None, target='income', method='dphp',
+            amounts=False, noise_seed=None):
+    from sdv_dpkme.engines import generator_training
+
+    if hasattr(generator_training, 'objective_noise_weights') and \
+            os.environ.get('NOISE_WEIGHTED', '1') == '0':
+        generator_training.objective_noise_weights = \
+            lambda objectives, floors, pooled_weight: [1.0] * len(objectives)
+    noise_seed = seed if noise_seed is None else noise_seed
+    synth, train, test, metadata, domain, out, fit_s = fit_sample(
+        n, epsilon, seed, kwargs, target, method, amounts, noise_seed)
     scores = score(test, out, metadata, domain, target)
     plan = synth.get_privacy_report().plan
     row = dict(label=label, method=method, n=n, epsilon=epsilon, seed=seed, noise_seed=noise_seed,
