@@ -44,27 +44,28 @@ def _edge_share(frame, bounds):
 
 
 def _losses(model, objectives, blocks, rows_by_class):
+    """Each term's plug-in loss against its release, weighed as in training."""
+    from sdv_dpkme.engines.generator_training import mmd_to_target, pooled_mmd_to_target
     from sdv_dpkme.features.columns import split_columns
 
-    n_classes = len(model.class_weights)
-    mix = torch.as_tensor(model.class_weights / model.class_weights.sum())
+    classes = sorted(rows_by_class)
+    x = torch.cat([rows_by_class[c] for c in classes])
+    labels = torch.cat([torch.full((len(rows_by_class[c]),), c) for c in classes])
+    y = torch.nn.functional.one_hot(labels, len(model.class_weights)).float()[:, classes]
+    counts = y.sum(0)[:, None]
+    weights = torch.as_tensor(model.class_weights[classes], dtype=torch.float32)
+    mix = weights / weights.sum()
     out = {}
     for o in objectives:
         if not isinstance(o.target, torch.Tensor):
             continue
-        means = {}
-        for c, x in rows_by_class.items():
-            y = torch.nn.functional.one_hot(torch.full((len(x),), c), n_classes).float()
-            with split_columns(x, blocks), torch.no_grad():
-                sums, _ = o.feature_map.class_moments(x, y)
-            means[c] = sums[c].double() / len(x)
-        if o.pooled:
-            mixed = sum(mix[c] * m for c, m in means.items())
-            loss = float(((o.target[0].double() - mixed) ** 2).sum())
-        else:
-            loss = sum(float(model.class_weights[c]) * float(((o.target[c].double() - m) ** 2)
-                                                               .sum()) for c, m in means.items())
-        out[o.name] = out.get(o.name, 0.0) + o.weight * loss
+        with split_columns(x, blocks), torch.no_grad():
+            sums, sq_norms = o.feature_map.class_moments(x, y)
+        target = o.target.float()
+        loss = (pooled_mmd_to_target(target, sums, sq_norms, counts, mix, unbiased=False)
+                if o.pooled else
+                mmd_to_target(target[classes], sums, sq_norms, counts, False, weights))
+        out[o.name] = out.get(o.name, 0.0) + o.weight * float(loss)
     return out
 
 

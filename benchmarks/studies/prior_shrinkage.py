@@ -38,19 +38,12 @@ from benchmarks.studies import small_marginals
 FACTORS = []  # (objective, class, dimension, factor) of the last fit
 
 
-def _shrink(value, centre, variance):
-    d = value.shape[0]
-    gap = float((value - centre) @ (value - centre))
-    factor = max(0.0, 1.0 - (d - 2) * variance / gap) if d > 2 and gap > 0 else 1.0
-    return centre + factor * (value - centre), factor
-
-
 def shrunk(objectives, blocks, columns, target, weights, arm):
     """The objectives with their fixed targets shrunk as ``arm`` says."""
+    from sdv_dpkme.engines.prior import james_stein, shrunk_objectives
+
     FACTORS.clear()
     if arm == 'uniform':  # the package's shrinkage (its collapse fallback), here on every fit
-        from sdv_dpkme.engines.prior import shrunk_objectives
-
         out, factors = shrunk_objectives(objectives, blocks, len(columns), target, weights,
                                          torch.Generator().manual_seed(12345))
         FACTORS.extend((name, c, None, f) for name, values in factors.items()
@@ -68,7 +61,7 @@ def shrunk(objectives, blocks, columns, target, weights, arm):
         variance = o.noise_std.double() ** 2
         centre = (mix[:, None] * t).sum(0).expand_as(t)
         for c in range(t.shape[0]):
-            t[c], factor = _shrink(t[c], centre[c], float(variance[c]))
+            t[c], factor = james_stein(t[c], centre[c], float(variance[c]))
             FACTORS.append((o.name, c, t.shape[1], round(factor, 3)))
         out.append(dataclasses.replace(o, target=t.to(o.target.dtype)))
     return out
