@@ -35,7 +35,9 @@ reported as it falls, never a tuning input.
     python -m benchmarks.studies.one_way_bins --arms base hat10 --heldout wine \
         student_placements breast_cancer --epsilons 1 0.3 --seeds 0 1 2 --out /tmp/ho.csv
 
-Each fit runs in its own process (an arm patches the package's classes).
+Each fit runs in its own process (an arm patches the package's classes). ``--distances``
+prints, for held-out fits with the fallback off, each class's distance to its own releases
+from the generated rows and from the uniform prior (``class_distances``).
 """
 
 import argparse
@@ -248,6 +250,54 @@ def fit_heldout(arm, table, epsilon, seed):
                               for e in synth.get_privacy_report().plan))
 
 
+def class_distances(table, epsilon, seed, rows=4096):
+    """Per class and fixed class-conditional release of a held-out fit with the fallback off:
+    the squared distance of the release to the generated rows' embedding, to the uniform
+    prior's, and the release's expected noise energy (``--distances``)."""
+    import numpy as np
+
+    import sdv_dpkme
+    from benchmarks import harness
+    from benchmarks.studies import heldout
+    from sdv_dpkme.engines import kme, prior
+    from sdv_dpkme.features.columns import split_columns
+
+    seen, original = {}, kme.train
+
+    def train(blocks, columns, target, weights, objectives, training, rng, verbose):
+        seen.update(blocks=blocks, width=len(columns), target=target, objectives=objectives)
+        seen['model'] = original(blocks, columns, target, weights, objectives, training, rng,
+                                 verbose)
+        return seen['model']
+    kme.train = train
+    torch.set_num_threads(1)
+    train_rows, _, metadata, declared, _ = heldout.split(table)
+    synth = harness.make(sdv_dpkme.DPHPSynthesizer, metadata, epsilon, delta=heldout.DELTA,
+                         random_state=seed, verbose=False, collapse_fallback=False, **declared)
+    with harness.fixed_noise(seed):
+        synth.fit({metadata._get_single_table_name(): train_rows})
+    model, objectives = seen['model'], seen['objectives']
+    priors = prior.prior_embeddings(seen['blocks'], seen['width'], seen['target'], objectives,
+                                    torch.Generator().manual_seed(3))
+    out = []
+    for c in np.flatnonzero(model.class_weights > 0):
+        x = torch.as_tensor(np.asarray(model.sample(rows, label=int(c)).values),
+                            dtype=torch.float32)
+        y = torch.nn.functional.one_hot(torch.full((rows,), int(c)),
+                                        len(model.class_weights)).float()
+        with split_columns(x, seen['blocks']):
+            for o, p in zip(objectives, priors):
+                if p is None or o.pooled or o.noise_std is None:
+                    continue
+                made = o.feature_map.class_moments(x, y)[0][c].double() / rows
+                t = o.target[c].double()
+                out.append(dict(table=table, epsilon=epsilon, seed=seed, cls=int(c),
+                                release=o.name, generated=float(((t - made) ** 2).sum()),
+                                prior=float(((t - p[c]) ** 2).sum()),
+                                noise=float(o.noise_std[c]) ** 2 * len(t)))
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--arms', nargs='+', default=['base', 'hat10'])
@@ -256,8 +306,19 @@ def main(argv=None):
     parser.add_argument('--epsilons', type=float, nargs='+', default=[0.3, 1.0])
     parser.add_argument('--seeds', type=int, nargs='+', default=list(range(6)))
     parser.add_argument('--out', default='/tmp/one_way_bins.csv')
+    parser.add_argument('--distances', action='store_true',
+                        help='print class_distances for --heldout tables, --epsilons, --seeds')
     parser.add_argument('--one', help=argparse.SUPPRESS)  # a child process: one JSON cell
     args = parser.parse_args(argv)
+    if args.distances:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            for table in args.heldout:
+                for epsilon in args.epsilons:
+                    for seed in args.seeds:
+                        for row in class_distances(table, epsilon, seed):
+                            print(json.dumps(row), flush=True)
+        return 0
     if args.one:
         cell = json.loads(args.one)
         with warnings.catch_warnings():
