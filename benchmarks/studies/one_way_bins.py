@@ -17,7 +17,8 @@ projection onto that simplex, as MST's estimate of a one-way marginal is. Non-ne
 norm <= 1 differ by at most sqrt(2) in norm, so the release's replace-one bound is sqrt(2) (the
 Fourier part needs 2 per column: ``OneWayMap.replace_bound``). ``hat<B>L`` keeps the Fourier
 bound (the same noise per coordinate as the default, so the objectives' noise weights stay as
-they are). Other arms: ``base`` (the package as it is) and ``steps<S>`` (``steps=S``). A
+they are). Other arms: ``base`` (the package as it is), ``steps<S>`` (``steps=S``) and
+``spread<P>`` (the collapse check's ``spread`` at P % of the public range instead of 1 %). A
 trailing ``C`` (``baseC``, ``hat10C``) also runs the collapse fallback when a numeric column comes
 out constant in every class (``column_collapse``), not only when whole rows do; a trailing
 ``R`` or ``M`` (``baseR``, ``baseM``) does so only for a non-nullable column whose pooled
@@ -204,6 +205,14 @@ def install(arm):
 
         kme_training.collapsed_classes = column_collapse(kme_training.collapsed_classes)
         arm = arm[:-1]
+    if arm.startswith('spread'):  # the collapse check's spread, in % of the public range
+        import functools
+
+        from sdv_dpkme.engines import kme_training
+
+        kme_training.collapsed_classes = functools.partial(
+            kme_training.collapsed_classes, spread=int(arm[6:]) / 100)
+        return {}
     if arm.startswith('steps'):
         return {'steps': int(arm[5:])}
     if arm.startswith('hat'):
