@@ -195,6 +195,7 @@ def _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selec
         planned[term.group] = planned.get(term.group, 0) + 1
     core = terms[0].group if terms else None
     kept, gone, coarsest = list(terms), {}, {}
+    last_selected = None  # 'selected_pairs' numbers of the previous pass
     while True:
         selected_dim = _selected_dimension(kept, selection)
         if selected_dim is not None:
@@ -202,7 +203,8 @@ def _choose(terms, shares, has_target, n, n_classes, calibrate, max_ratio, selec
         plan = plan_releases(kept, shares, has_target, [SELECTED] if selected_dim else ())
         sigmas = calibrate(plan)
         numbers = _numbers(kept, plan, sigmas, n, n_classes, selected_dim)
-        if SELECTED in planned and SELECTED not in numbers and SELECTED not in gone:
+        if (SELECTED in planned and SELECTED not in numbers and SELECTED not in gone
+                and last_selected is not None):
             # its candidates went with a narrowed 'pairs' map (fewer than two categorical
             # columns left in it): judged on its last numbers
             gone[SELECTED] = ('with pairs', last_selected, last_selected[3] / last_selected[4],

@@ -225,8 +225,9 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
         stronger = ('more rows, a larger epsilon, or fewer released terms '
                     '(e.g. pair_length_scale=None)')
         first = (f'The trained generator collapsed: {which} out (nearly) identical (numeric '
-                 'columns spread over less than 1% of their bounds, one category per column). '
-                 'The noisy embeddings were too weak to train on.')
+                 'columns spread over less than 1% of their bounds and one category per column, '
+                 'or every numeric column within 3% of its bounds). The noisy embeddings were '
+                 'too weak to train on.')
         retry = (f'Refit with another random_state, or give the fit a stronger signal: '
                  f"{stronger}. In get_loss_values(), the '... above noise floor' columns "
                  'estimate how far the fit is from the true embeddings.')

@@ -33,8 +33,37 @@ def test_collapsed_classes_flags_a_constant_generator_only_issue21():
         last.bias[2] = 20.0  # one category always
     assert collapsed_classes(dead, [0, 1]) == [0, 1]
     with torch.no_grad():
-        last.bias[2] = 0.0  # categories now uniform: rows differ, no collapse
-    assert collapsed_classes(dead, [0, 1]) == []
+        last.bias[2] = 0.0  # categories now uniform, the numeric part still one point
+    assert collapsed_classes(dead, [0, 1]) == [0, 1]
+
+
+def _numeric_part(stds, category_bias=0.0):
+    """A generator whose numeric outputs have the given stds (of the unit range) and whose
+    categorical head draws uniformly (category_bias 0) or one bucket."""
+    blocks = [Block(f'x{i}', 'numeric', (i,)) for i in range(len(stds))]
+    blocks.append(Block('c', 'categorical', tuple(range(len(stds), len(stds) + 3))))
+    torch.manual_seed(0)
+    gen = TabularGenerator(blocks, len(stds) + 3, n_classes=2, latent_dim=4, hidden=(8,),
+                           numeric_noise=0.0)
+    gen.forward = lambda z, y, noise=None, draws=None: torch.cat(
+        [0.5 + torch.as_tensor(stds, dtype=torch.float32) * torch.randn(len(z), len(stds)),
+         torch.softmax(torch.tensor([category_bias, 0.0, 0.0]), 0).expand(len(z), 3)], 1)
+    return gen
+
+
+@pytest.mark.parametrize('stds, collapsed', [
+    ([0.02, 0.02], [0, 1]),  # every numeric column parked, heads spread: the stop 61 miss
+    ([0.02, 0.2], []),  # one numeric column varies: rows differ
+    ([0.02], []),  # a single numeric column may be concentrated in the data itself
+    ([0.05, 0.05], []),
+])
+def test_a_numeric_part_that_is_one_point_counts_as_a_collapse_issue42(stds, collapsed):
+    assert collapsed_classes(_numeric_part(stds), [0, 1]) == collapsed
+
+
+def test_a_single_numeric_column_needs_the_whole_row_to_collapse_issue42():
+    assert collapsed_classes(_numeric_part([0.005], category_bias=20.0), [0, 1]) == [0, 1]
+    assert collapsed_classes(_numeric_part([0.02], category_bias=20.0), [0, 1]) == []
 
 
 def test_a_collapsed_fit_warns_with_the_class_name_issue21(kme_cls, monkeypatch):
