@@ -119,7 +119,7 @@ def _lr_factor(schedule, steps):
 
 def train_generator(generator, objectives, classes, steps, batch_size, learning_rate, device,
                     torch_generator, verbose=True, unbiased=True, schedule='constant',
-                    class_weights=None, mixture=None):
+                    class_weights=None, mixture=None, noise_weights='coordinate'):
     """Adam on sum_k w_k sum_c l_c ||target_k[c] - E phi_k(G(z, c))||^2, estimated per batch
     (``mmd_to_target``; ``unbiased=False``: the plug-in estimate of the original papers), with the
     learning rate held (``schedule='constant'``) or decayed to 0 on a cosine (``'cosine'``).
@@ -129,7 +129,8 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     A pooled objective (``Objective.pooled``) is one term for the mixture sum_c w_c G(., c) with
     ``mixture`` w over ``classes`` (the released class weights; None: uniform), renormalised,
     and it is weighed by sum_c l_c: a shift of one column's marginal in every class costs as
-    much there as it does summed over the class-conditional terms.
+    much there as it does summed over the class-conditional terms. ``noise_weights``: how the
+    terms are weighed by their release noise (``objective_noise_weights``).
     Returns the loss history as a DataFrame. The loss is an unbiased estimate of the distance to
     the noisy target, so it levels off near the noise energy; for single releases the history
     also has each term's loss minus that public noise floor ('... above noise floor'), an
@@ -156,7 +157,7 @@ def train_generator(generator, objectives, classes, steps, batch_size, learning_
     pooled_weight = float(len(classes) if exact is None else exact.sum())
     floors = [f if f is None or not o.pooled else pooled_weight * f
               for o, f in zip(objectives, floors)]
-    scales = objective_noise_weights(objectives, floors, pooled_weight)
+    scales = objective_noise_weights(objectives, floors, pooled_weight, noise_weights)
     history = []
     skipped = 0
     started = time.perf_counter()
@@ -237,7 +238,7 @@ def _step_loss(objectives, fixed, floors, step, rows, additive_rows, y_loss, cla
     return total
 
 
-def objective_noise_weights(objectives, floors, pooled_weight):
+def objective_noise_weights(objectives, floors, pooled_weight, per='coordinate'):
     """Public per-objective loss factors (1 + e_min) / (1 + e_k), e_k = (sigma_k / (b_k / 2))^2:
     the release's noise variance per coordinate (per unit of objective k's loss, sigma_k^2 =
     its noise floor over the loss's class weight and the map's width) against half the range a
@@ -253,11 +254,20 @@ def objective_noise_weights(objectives, floors, pooled_weight):
     a 51-state column lost most of its weight at a noise far inside every coordinate's range).
     Inverse variance in units of that half range, as ``class_loss_weights`` does across
     classes, lets the cleaner terms hold a column. Terms of negligible noise keep a factor near
-    1; a term without a known noise (subsampled per step) keeps 1."""
+    1; a term without a known noise (subsampled per step) keeps 1.
+
+    ``per='total'``: e_k is the release's total noise energy per unit of loss instead (against
+    the largest signal energy, 1), which weighs a wide map far down (DP-MERF's default:
+    benchmarks/results/dpmerf_parity.md, "Stop 62"). None: every factor 1."""
+    if per is None:
+        return [1.0] * len(objectives)
     energies = []
     for objective, floor in zip(objectives, floors):
         if floor is None:
             energies.append(None)
+            continue
+        if per == 'total':
+            energies.append(floor / pooled_weight)
             continue
         fmap = objective.feature_map
         half_range = float(getattr(fmap, 'coordinate_bound', 1.0)) / 2

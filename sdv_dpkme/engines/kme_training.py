@@ -48,6 +48,7 @@ class Training:
     calibration_rows: int = ROWS[1]  # generated rows per calibration round (``generated_rows``)
     edge_snap: float = 0.0  # sampled numeric values this close to a box edge go to the edge
     collapse_fallback: bool = False  # retrain a collapsed generator on shrunk releases (prior)
+    noise_weights: str = 'coordinate'  # ``generator_training.objective_noise_weights``'s rule
 
 
 def trained_generator(blocks, columns, target, weights, objectives, training, rng, verbose):
@@ -67,6 +68,7 @@ def trained_generator(blocks, columns, target, weights, objectives, training, rn
         generator, objectives, classes, training.steps, training.batch_size,
         training.learning_rate, training.device, rng, verbose=verbose, schedule=training.schedule,
         class_weights=class_loss_weights(objectives, classes), mixture=weights[classes],
+        noise_weights=training.noise_weights,
     )
     collapsed = collapsed_classes(generator, np.flatnonzero(weights > 0))
     history.attrs['pair_cell_noise'] = noise

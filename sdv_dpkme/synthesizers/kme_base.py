@@ -126,7 +126,7 @@ class BaseDPKMESynthesizer(BaseDPSynthesizer):
                             training.link_signal_ratio, int(training.calibration_parents),
                             tuple(name for name, d in self._domains.items() if is_discrete(d)),
                             self._calibration_rows(n), float(training.edge_snap),
-                            training.collapse_fallback)
+                            training.collapse_fallback, training.noise_weights)
 
     def _calibration_rows(self, n):
         rows = self.training.calibration_rows

@@ -190,6 +190,12 @@ class _KMETraining:
             public noise; ``engines.prior``). Post-processing; the privacy report says when
             it ran. False: keep the collapsed generator (and its warning). Not in DP-MERF's
             minibatch mode, whose per-step releases are accounted for one training.
+        noise_weights: how each loss term is weighed by its release's public noise, (1 +
+            e_min) / (1 + e_k): 'coordinate' (e_k the noise variance per coordinate against
+            half the range a coordinate can take, so a wide map whose every coordinate is well
+            measured keeps its weight), 'total' (e_k the release's total noise energy against
+            the largest signal energy, which weighs wide maps such as 'pairs' far down), or
+            None (every term at its own weight).
         max_auto_steps, auto_steps_columns: the cap of steps='auto' and the table width (in
             blocks) beyond which it grows in proportion (None: fixed).
         auto_steps_limit: the absolute cap of steps='auto', however wide the table (None:
@@ -217,6 +223,7 @@ class _KMETraining:
     calibration_rows: object = 'auto'
     edge_snap: float = 0.01
     collapse_fallback: bool = True
+    noise_weights: object = 'coordinate'
     max_auto_steps: int = 800
     auto_steps_columns: int = 14
     auto_steps_limit: int = None
@@ -270,6 +277,10 @@ class _KMETraining:
               f'edge_snap must be a number in [0, 0.5) (0: off), got {self.edge_snap!r}.')
         check(isinstance(self.collapse_fallback, bool),
               f'collapse_fallback must be True or False, got {self.collapse_fallback!r}.')
+        check(self.noise_weights is None or (isinstance(self.noise_weights, str)
+                                             and self.noise_weights in ('coordinate', 'total')),
+              "noise_weights must be 'coordinate', 'total' or None, got "
+              f'{self.noise_weights!r}.')
         check(_integer(self.max_auto_steps, 1),
               f'max_auto_steps must be an integer >= 1, got {self.max_auto_steps!r}.')
         check(self.auto_steps_columns is None or _integer(self.auto_steps_columns, 1),
@@ -377,4 +388,10 @@ class DPMERFTraining(_KMETraining):
     category_smoothing=0, category_links=False, calibration_parents=0, edge_snap=0,
     collapse_fallback=False, max_auto_steps=500, auto_steps_columns=None)``. In minibatch
     mode every step is a release, so the steps also set how many.
+
+    ``noise_weights`` defaults to 'total' here ('coordinate' in DP-HP): on Adult samples the
+    per-coordinate rule gave DP-MERF's 'pairs' term most of its weight back and lost quality
+    in every paired fit (benchmarks/results/dpmerf_parity.md, "Stop 62").
     """
+
+    noise_weights: object = 'total'

@@ -125,3 +125,35 @@ def test_a_wide_map_whose_noise_is_inside_every_coordinates_range_keeps_its_weig
     weights = objective_noise_weights(objectives, floors, 1.0)
     assert weights[0] == pytest.approx(1.0)
     assert weights[1] > 0.8  # before: 1 / (1 + total energy), about 0.1
+    assert objective_noise_weights(objectives, floors, 1.0, per='total')[1] < 0.2
+
+
+def test_the_total_rule_weighs_a_wide_map_by_its_whole_noise_energy_issue42():
+    # DP-MERF's default ('total'): the rule before the per-coordinate one, (1 + E_min) /
+    # (1 + E_k) with E_k the release's noise energy per unit of loss; None: every factor 1
+    objectives = _objectives(3.0)
+    floors = [0.5, 40.0]
+    total = objective_noise_weights(objectives, floors, 2.0, per='total')
+    assert total == pytest.approx([1.0, (1 + 0.25) / (1 + 20.0)])
+    assert objective_noise_weights(objectives, floors, 2.0, per=None) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize('rule', ['coordinate', 'total', None])
+def test_noise_weights_is_a_visible_training_option_that_reaches_the_training_issue42(rule):
+    from sdv_dpkme import DPHPSynthesizer, DPMERFSynthesizer
+    from tests.conftest import make_table
+    from tests.synthesizers.test_contract import build
+
+    merf = build(DPMERFSynthesizer, target_column='label', noise_weights=rule, steps=5)
+    assert merf.get_parameters()['training'].noise_weights == rule
+    with pytest.warns(Warning):
+        merf.fit({'t': make_table()})
+    assert merf.get_privacy_report().parameters['training.noise_weights'] == rule
+    factors = merf.get_loss_values().attrs['objective_noise_weights']
+    assert len(factors) >= 2
+    if rule is None:
+        assert set(factors.values()) == {1.0}
+    else:
+        assert min(factors.values()) < 1.0
+    assert build(DPMERFSynthesizer).get_parameters()['training'].noise_weights == 'total'
+    assert build(DPHPSynthesizer).get_parameters()['training'].noise_weights == 'coordinate'

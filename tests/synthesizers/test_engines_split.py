@@ -49,7 +49,8 @@ def _fit(cls, mode, monkeypatch):
                         lambda *args, class_weights=None, **kwargs: plain(*args, **kwargs))
     # and they predate the objectives weighed by their release noise (issue 42): factor 1 each
     monkeypatch.setattr(generator_training, 'objective_noise_weights',
-                        lambda objectives, floors, pooled_weight: [1.0] * len(objectives))
+                        lambda objectives, floors, pooled_weight, per=None:
+                        [1.0] * len(objectives))
     # and they predate the class shares combined from every release (issue 42): the lone
     # 'class_proportions' release, negatives clipped
     monkeypatch.setattr(kme, 'shared_class_weights', lambda proportions, std, terms, releases: (
