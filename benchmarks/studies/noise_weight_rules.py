@@ -6,7 +6,8 @@ evidence from DP-HP (FARS's CASE_STATE, Adult samples at 215 / 500 rows, Census 
 DP-MERF's held-out rows were not re-run then; at stop 62 they were, and lost at ε = 3. This
 study pairs the two rules on Adult samples (the tuning table): ``small_marginals.fit_sample``
 (n rows of the bundled sample, target 'income', plain declaration, fixed noise = seed, test
-only), scored by ``small_marginals.score``; each fit in its own process.
+only), scored by ``small_marginals.score``; each fit in its own process
+(``harness.run_isolated``).
 
     python -m benchmarks.studies.noise_weight_rules --methods dpmerf dphp --n 500 2500 \
         --epsilons 3 1 --seeds 0 1 2 --out /tmp/noise_weight_rules.csv
@@ -16,9 +17,7 @@ tuning input), as ``one_way_bins.fit_heldout`` does.
 """
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -73,7 +72,15 @@ def fit_one(method, rule, epsilon, seed, n=None, table=None):
                 weights=' '.join(f'{k}:{v:.3f}' for k, v in weights.items()))
 
 
+def _fit_cell(cell):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return fit_one(**cell)
+
+
 def main(argv=None):
+    from benchmarks import harness
+
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--methods', nargs='+', default=['dpmerf', 'dphp'])
     parser.add_argument('--n', type=int, nargs='+', default=[500, 2500])
@@ -81,34 +88,20 @@ def main(argv=None):
     parser.add_argument('--epsilons', type=float, nargs='+', default=[3.0, 1.0])
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--out', default='/tmp/noise_weight_rules.csv')
-    parser.add_argument('--one', help=argparse.SUPPRESS)  # a child process: one JSON cell
     args = parser.parse_args(argv)
-    if args.one:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            print('ROW ' + json.dumps(fit_one(**json.loads(args.one))), flush=True)
-        return 0
     places = [dict(table=t) for t in args.heldout] if args.heldout else \
         [dict(n=n) for n in args.n]
     for method in args.methods:
         for place in places:
             for epsilon in args.epsilons:
                 for seed in args.seeds:
-                    for rule in RULES:
-                        cell = dict(method=method, rule=rule, epsilon=epsilon, seed=seed, **place)
-                        done = subprocess.run(
-                            [sys.executable, '-m', 'benchmarks.studies.noise_weight_rules',
-                             '--one', json.dumps(cell)], cwd=HERE, capture_output=True,
-                            text=True)
-                        rows = [json.loads(line[4:]) for line in done.stdout.splitlines()
-                                if line.startswith('ROW ')]
-                        if not rows:
-                            print(f'{cell}: failed\n{done.stderr[-2000:]}', file=sys.stderr)
-                            continue
-                        print(rows[0], flush=True)
-                        pd.DataFrame(rows).to_csv(args.out, mode='a', index=False,
-                                                  header=not os.path.exists(args.out),
-                                                  lineterminator='\n')
+                    for rule in RULES:  # each fit in a fresh process
+                        row = harness.run_isolated(_fit_cell, dict(
+                            method=method, rule=rule, epsilon=epsilon, seed=seed, **place))
+                        print(row, flush=True)
+                        pd.DataFrame([row]).to_csv(args.out, mode='a', index=False,
+                                                   header=not os.path.exists(args.out),
+                                                   lineterminator='\n')
     return 0
 
 

@@ -258,7 +258,7 @@ def objective_noise_weights(objectives, floors, pooled_weight, per='coordinate')
 
     ``per='total'``: e_k is the release's total noise energy per unit of loss instead (against
     the largest signal energy, 1), which weighs a wide map far down (DP-MERF's default:
-    benchmarks/results/dpmerf_parity.md, "Stop 62"). None: every factor 1."""
+    benchmarks/results/dpmerf_parity.md). None: every factor 1."""
     if per is None:
         return [1.0] * len(objectives)
     energies = []

@@ -389,9 +389,9 @@ class DPMERFTraining(_KMETraining):
     collapse_fallback=False, max_auto_steps=500, auto_steps_columns=None)``. In minibatch
     mode every step is a release, so the steps also set how many.
 
-    ``noise_weights`` defaults to 'total' here ('coordinate' in DP-HP): on Adult samples the
-    per-coordinate rule gave DP-MERF's 'pairs' term most of its weight back and lost quality
-    in every paired fit (benchmarks/results/dpmerf_parity.md, "Stop 62").
+    ``noise_weights`` defaults to 'total' here ('coordinate' in DP-HP): on Adult samples of
+    500 and 2,500 rows the per-coordinate rule gave DP-MERF's 'pairs' term most of its weight
+    back and lost quality in every paired fit (benchmarks/results/dpmerf_parity.md).
     """
 
     noise_weights: object = 'total'
