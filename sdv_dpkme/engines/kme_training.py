@@ -48,7 +48,7 @@ class Training:
     calibration_rows: int = ROWS[1]  # generated rows per calibration round (``generated_rows``)
     edge_snap: float = 0.0  # sampled numeric values this close to a box edge go to the edge
     collapse_fallback: bool = False  # retrain a collapsed generator on shrunk releases (prior)
-    noise_weights: str = 'coordinate'  # ``generator_training.objective_noise_weights``'s rule
+    noise_weights: object = 'coordinate'  # 'coordinate', 'total' or None (objective_noise_weights)
 
 
 def trained_generator(blocks, columns, target, weights, objectives, training, rng, verbose):
