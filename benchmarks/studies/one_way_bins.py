@@ -19,9 +19,10 @@ Fourier part needs 2 per column: ``OneWayMap.replace_bound``). ``hat<B>L`` keeps
 bound (the same noise per coordinate as the default, so the objectives' noise weights stay as
 they are). Other arms: ``base`` (the package as it is), ``steps<S>`` (``steps=S``) and
 ``spread<P>`` (the collapse check's ``spread`` at P % of the public range instead of 1 %),
-``nspread<P>`` (the check reads the numeric outputs only: a class whose numeric columns all
-have a std below P % of their range counts as collapsed, whatever its heads draw; adopted at
-3 % with two or more numeric columns in stop 62, ``generator.collapsed_classes``). A
+``nspread<P>`` (a class whose numeric columns all have a std below P % of their range counts
+as collapsed, whatever its heads draw: ``collapsed_classes(numeric_spread=P / 100)``, adopted at
+3 % for two or more numeric columns in stop 62; the stop 62 rows ran a copy of that rule in
+this file, the same on every table here, each having two or more numeric columns). A
 trailing ``C`` (``baseC``, ``hat10C``) also runs the collapse fallback when a numeric column comes
 out constant in every class (``column_collapse``), not only when whole rows do; a trailing
 ``R`` or ``M`` (``baseR``, ``baseM``) does so only for a non-nullable column whose pooled
@@ -143,26 +144,6 @@ def column_collapse(original, rows=512, spread=0.01, supported=None):
     return check
 
 
-def numeric_collapse(spread, rows=512):
-    """``collapsed_classes`` that reads the numeric outputs only: a class counts as collapsed
-    when every numeric column's std is below ``spread`` of its public range, whatever its
-    categorical heads do (a table without numeric columns: never)."""
-    def check(generator, classes):
-        gen = torch.Generator().manual_seed(0)
-        numeric = [b.columns[0] for b in generator.blocks if b.kind == 'numeric']
-        out = []
-        for c in classes if numeric else ():
-            z = torch.randn(rows, generator.latent_dim, generator=gen)
-            y = torch.nn.functional.one_hot(torch.full((rows,), int(c)),
-                                            generator.n_classes).float()
-            with torch.no_grad():
-                soft = generator(z, y, generator._numeric_noise(rows, gen, 'cpu'))
-            if all(float(soft[:, col].std()) < spread for col in numeric):
-                out.append(int(c))
-        return out
-    return check
-
-
 #: the fixed objectives and released class weights of the fit being trained (set by ``install``
 #: for a trailing 'R' or 'M')
 RELEASES, WEIGHTS = [], []
@@ -228,10 +209,13 @@ def install(arm):
 
         kme_training.collapsed_classes = column_collapse(kme_training.collapsed_classes)
         arm = arm[:-1]
-    if arm.startswith('nspread'):  # numeric outputs alone decide, at P % of the range
+    if arm.startswith('nspread'):  # the package's numeric-part rule, at P % of the range
+        import functools
+
         from sdv_dpkme.engines import kme_training
 
-        kme_training.collapsed_classes = numeric_collapse(int(arm[7:]) / 100)
+        kme_training.collapsed_classes = functools.partial(
+            kme_training.collapsed_classes, numeric_spread=int(arm[7:]) / 100)
         return {}
     if arm.startswith('spread'):  # the collapse check's spread, in % of the public range
         import functools
